@@ -1,0 +1,190 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types a PodSet reports in status.conditions.
+const (
+	// ConditionAvailable is True when at least spec.replicas pods have been
+	// Ready for spec.minReadySeconds.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the operator is still moving the
+	// observed pods towards the spec (creating, deleting, or waiting for pods
+	// to become available), and False once they match it.
+	ConditionProgressing = "Progressing"
+	// ConditionReplicaFailure is True when the last attempt to create or
+	// delete pods failed; its message carries the API server's error.
+	ConditionReplicaFailure = "ReplicaFailure"
+)
+
+// PodSetSpec is the desired state of a PodSet.
+// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.requests) || !has(self.resources.limits) || self.resources.requests.all(k, !(k in self.resources.limits) || quantity(string(self.resources.requests[k])).compareTo(quantity(string(self.resources.limits[k]))) <= 0)",message="every resources.requests value must be less than or equal to the resources.limits value of the same resource",fieldPath=".resources.requests"
+type PodSetSpec struct {
+	// replicas is the number of pods the PodSet keeps running. Pods that are
+	// terminating, Succeeded or Failed do not count and are replaced.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// minReadySeconds is how long a pod must have been Ready, without any of
+	// its containers crashing, before it counts as available.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// image is the container image every pod runs. When empty, the operator
+	// uses its default operand image (the RELATED_IMAGE_PODSET environment
+	// variable of the manager, or a busybox image), which runs `sleep 3600`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="image must not contain spaces"
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// command overrides the image's entrypoint. When neither image nor
+	// command is set, pods run `sleep 3600`.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// args are the arguments to the command.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// env lists environment variables set in the container. Names must be
+	// unique.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []EnvVar `json:"env,omitempty"`
+
+	// resources are the compute resources (cpu, memory, ephemeral-storage)
+	// requested by and limited for the container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// EnvVar is an environment variable with a literal value.
+type EnvVar struct {
+	// name of the environment variable: letters, digits, '_', '-' or '.',
+	// not starting with a digit.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	// +required
+	Name string `json:"name"`
+
+	// value of the environment variable.
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// Resources are the container's compute resource requests and limits.
+type Resources struct {
+	// requests is the minimum amount of each resource the container needs.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be requested"
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+
+	// limits is the maximum amount of each resource the container may use.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be limited"
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
+
+// PodSetStatus is the state of a PodSet's pods as last observed by the
+// operator.
+type PodSetStatus struct {
+	// replicas is the number of live pods: owned, not terminating, and not
+	// Succeeded or Failed.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// readyReplicas is the number of live pods whose Ready condition is True.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// availableReplicas is the number of live pods that have been Ready for
+	// at least spec.minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas"`
+
+	// podNames are the names of the live pods, sorted.
+	// +listType=set
+	// +optional
+	PodNames []string `json:"podNames,omitempty"`
+
+	// selector is the label selector of the PodSet's pods in string form; the
+	// scale subresource reports it so a HorizontalPodAutoscaler can find them.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// observedGeneration is the metadata.generation of the spec this status
+	// was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Available, Progressing and ReplicaFailure.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PodSet keeps spec.replicas pods running and reports what it observes.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=ps,categories=all
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,description="Number of pods requested"
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`,description="Number of live pods"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`,description="Number of Ready pods"
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,description="Number of pods Ready for at least minReadySeconds"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the PodSet.
+	// +optional
+	Spec PodSetSpec `json:"spec,omitempty"`
+
+	// status is the observed state of the PodSet.
+	// +optional
+	Status PodSetStatus `json:"status,omitempty"`
+}
+
+// DesiredReplicas is spec.replicas, or its default when unset (which only
+// happens for objects that did not go through the API server's defaulting).
+func (p *PodSet) DesiredReplicas() int32 {
+	if p.Spec.Replicas == nil {
+		return 1
+	}
+	return *p.Spec.Replicas
+}
+
+// PodSetList is a list of PodSets.
+// +kubebuilder:object:root=true
+type PodSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PodSet{}, &PodSetList{})
+}
