@@ -8,8 +8,11 @@ BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # The default operand image; OLM passes it to the manager as RELATED_IMAGE_PODSET.
 OPERAND_IMG ?= docker.io/library/busybox:1.37.0
-CHANNELS ?= alpha
-DEFAULT_CHANNEL ?= alpha
+# OLM channels of the bundle. OperatorHub's naming convention (which the
+# operatorframework good-practices validator enforces with a warning) wants
+# channel names starting with candidate, fast or stable.
+CHANNELS ?= candidate,stable
+DEFAULT_CHANNEL ?= stable
 CONTAINER_TOOL ?= docker
 
 SHELL = /usr/bin/env bash -o pipefail
@@ -24,7 +27,8 @@ K8S_STAGING_VERSION ?= v0.37.0
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
-KUSTOMIZE_VERSION ?= v5.8.3
+# v5.8.3 requires go >= 1.27; v5.8.2 is the newest that builds with Go 1.26.
+KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 OPERATOR_SDK_VERSION ?= v1.34.1
 OPM_VERSION ?= v1.60.0
