@@ -91,7 +91,12 @@ case "$tool" in
     # its pinned golang.org/x/tools does not compile with current Go.
     go get golang.org/x/tools@v0.28.0 >/dev/null 2>&1
     pkg=./cmd/operator-sdk; [ "$tool" = scorecard-test ] && pkg=./images/scorecard-test
-    go build -mod=mod -trimpath -ldflags "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" -o "$out/$tool" "$pkg" ;;
+    # What the release build stamps: Version goes into the bundle's
+    # metrics.builder labels, ImageVersion is the scorecard-test image tag the
+    # CLI defaults to, KubernetesVersion is the one v1.34 was released with.
+    v=github.com/operator-framework/operator-sdk/internal/version
+    go build -mod=mod -trimpath -o "$out/$tool" "$pkg" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
+      -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" ;;
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
 echo "built $out/$tool"
