@@ -147,6 +147,7 @@ type PodSetStatus struct {
 
 // PodSet keeps spec.replicas pods running and reports what it observes.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters long: pods carry it as a label value"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=ps,categories=all

@@ -1,0 +1,58 @@
+package controllers
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podsToDelete picks the n pods whose loss hurts least, in the order the
+// ReplicaSet controller uses: a pod that is not yet scheduled goes before a
+// scheduled one, pending before unknown before running, not ready before
+// ready, the one Ready for a shorter time before the one Ready longer, the one
+// with more container restarts first, and the newer before the older.
+func podsToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
+	if n <= 0 {
+		return nil
+	}
+	ranked := append([]*corev1.Pod(nil), pods...)
+	sort.SliceStable(ranked, func(i, j int) bool { return lessValuable(ranked[i], ranked[j]) })
+	return ranked[:min(n, len(ranked))]
+}
+
+// phaseRank orders pod phases from least to most valuable to keep.
+var phaseRank = map[corev1.PodPhase]int{
+	corev1.PodPending: 0,
+	corev1.PodUnknown: 1,
+	corev1.PodRunning: 2,
+}
+
+// lessValuable reports whether a should be deleted before b.
+func lessValuable(a, b *corev1.Pod) bool {
+	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+		return a.Spec.NodeName == ""
+	}
+	if pa, pb := phaseRank[a.Status.Phase], phaseRank[b.Status.Phase]; pa != pb {
+		return pa < pb
+	}
+	readyA, readyB := isPodReady(a), isPodReady(b)
+	if readyA != readyB {
+		return !readyA
+	}
+	if readyA {
+		// Both ready: the one that became ready more recently has proven
+		// itself less.
+		ta, tb := podReadyCondition(a).LastTransitionTime, podReadyCondition(b).LastTransitionTime
+		if !ta.Equal(&tb) {
+			return tb.Before(&ta)
+		}
+	}
+	if ra, rb := restartCount(a), restartCount(b); ra != rb {
+		return ra > rb
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	// Fully tied: any fixed order keeps the choice deterministic.
+	return a.Name > b.Name
+}

@@ -1,0 +1,107 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// DefaultExpectationsTimeout bounds how long a PodSet waits for the informer
+// to report the pods it created or deleted. It only matters when a watch
+// event is lost; the ReplicaSet controller uses the same five minutes.
+const DefaultExpectationsTimeout = 5 * time.Minute
+
+// Expectations remembers, per PodSet, the pod creations and deletions the
+// operator has issued but not yet seen in its informer cache.
+//
+// The cache lags the API server. A reconcile that ran right after creating
+// pods would list too few of them and create more; one that ran right after
+// deleting would delete again. So after issuing writes a PodSet is left alone
+// (Satisfied returns false) until every write has been observed through a
+// pod event, or the timeout has passed.
+//
+// Creations are counted, since a generated pod name is only known once the
+// create returns, possibly after its watch event. Deletions are tracked by
+// pod UID, so that the two events one deletion can produce (deletionTimestamp
+// set, then the object gone) are observed only once.
+type Expectations struct {
+	timeout time.Duration
+	now     func() time.Time
+
+	mu    sync.Mutex
+	items map[string]*expectation
+}
+
+type expectation struct {
+	creations int
+	deletions sets.Set[types.UID]
+	setAt     time.Time
+}
+
+// NewExpectations returns an empty Expectations with the given timeout.
+func NewExpectations(timeout time.Duration) *Expectations {
+	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}}
+}
+
+// ExpectCreations records that n pods are about to be created for key,
+// replacing whatever was expected before.
+func (e *Expectations) ExpectCreations(key string, n int) {
+	e.set(key, &expectation{creations: n})
+}
+
+// ExpectDeletions records that the pods with these UIDs are about to be
+// deleted for key, replacing whatever was expected before.
+func (e *Expectations) ExpectDeletions(key string, uids []types.UID) {
+	e.set(key, &expectation{deletions: sets.New(uids...)})
+}
+
+func (e *Expectations) set(key string, exp *expectation) {
+	exp.setAt = e.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.items[key] = exp
+}
+
+// CreationObserved records that one pod of key was created, or that a
+// creation will not happen (it failed, or it was skipped).
+func (e *Expectations) CreationObserved(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.items[key]; ok && exp.creations > 0 {
+		exp.creations--
+	}
+}
+
+// DeletionObserved records that the pod with this UID is gone or going, or
+// that its deletion will not happen.
+func (e *Expectations) DeletionObserved(key string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.items[key]; ok {
+		exp.deletions.Delete(uid)
+	}
+}
+
+// Satisfied reports whether key may be acted on: nothing is pending, or what
+// is pending has waited longer than the timeout.
+func (e *Expectations) Satisfied(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.items[key]
+	if !ok {
+		return true
+	}
+	if exp.creations <= 0 && exp.deletions.Len() == 0 {
+		return true
+	}
+	return e.now().Sub(exp.setAt) > e.timeout
+}
+
+// Forget drops everything recorded for key, once its PodSet is gone.
+func (e *Expectations) Forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.items, key)
+}

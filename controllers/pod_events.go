@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// podEventHandler turns pod events into PodSet reconciles, like Owns(Pod)
+// does, and in the same step records them in the expectations.
+//
+// The two must happen in one handler: if expectations were updated by a
+// separate informer handler, the reconcile queued here could run before the
+// observation was recorded, find its expectations unmet, and wait for an event
+// that already came.
+//
+// Every event counts, readiness changes included. An orphan that carries a
+// PodSet's name label queues that PodSet so that it can be adopted.
+type podEventHandler struct {
+	expectations *Expectations
+}
+
+var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podEventHandler{}
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+	pod, ok := e.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// After a restart, a pod can first show up already terminating: it
+		// is no creation to count, but may be a deletion we waited for.
+		h.deleted(pod, q)
+		return
+	}
+	if owner, ok := podSetOwner(pod); ok {
+		h.expectations.CreationObserved(owner.String())
+		q.Add(reconcile.Request{NamespacedName: owner})
+		return
+	}
+	enqueueLabelledPodSet(pod, q)
+}
+
+func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+	oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
+	newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion {
+		return // a resync: nothing changed
+	}
+	labelsChanged := !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels)
+
+	if newPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
+		// Graceful deletion has begun; the pod no longer counts, so the
+		// deletion is observed now rather than when the kubelet is done.
+		h.deleted(newPod, q)
+		if labelsChanged {
+			h.deleted(oldPod, q)
+		}
+		return
+	}
+
+	oldOwner, hadOwner := podSetOwner(oldPod)
+	newOwner, hasOwner := podSetOwner(newPod)
+	if hadOwner && (!hasOwner || oldOwner != newOwner) {
+		q.Add(reconcile.Request{NamespacedName: oldOwner})
+	}
+	if hasOwner {
+		q.Add(reconcile.Request{NamespacedName: newOwner})
+		return
+	}
+	if labelsChanged || hadOwner {
+		enqueueLabelledPodSet(newPod, q)
+	}
+}
+
+func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+	if pod, ok := e.Object.(*corev1.Pod); ok {
+		h.deleted(pod, q)
+	}
+}
+
+func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
+	if pod, ok := e.Object.(*corev1.Pod); ok {
+		if owner, ok := podSetOwner(pod); ok {
+			q.Add(reconcile.Request{NamespacedName: owner})
+		}
+	}
+}
+
+func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
+	if owner, ok := podSetOwner(pod); ok {
+		h.expectations.DeletionObserved(owner.String(), pod.UID)
+		q.Add(reconcile.Request{NamespacedName: owner})
+	}
+}
+
+// podSetOwner is the PodSet that controls the pod, if one does.
+func podSetOwner(pod *corev1.Pod) (types.NamespacedName, bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "PodSet" {
+		return types.NamespacedName{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != appv1alpha1.GroupVersion.Group {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
+}
+
+func enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
+	if name := pod.Labels[LabelPodSet]; name != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}})
+	}
+}

@@ -1,0 +1,58 @@
+package controllers
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// isPodLive reports whether a pod counts towards spec.replicas: it is not
+// being deleted and has not terminated. Terminated pods are replaced, as a
+// ReplicaSet does, rather than restarted.
+func isPodLive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded &&
+		pod.Status.Phase != corev1.PodFailed
+}
+
+// podReadyCondition returns the pod's Ready condition, or nil.
+func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// isPodReady reports whether the pod's Ready condition is True.
+func isPodReady(pod *corev1.Pod) bool {
+	c := podReadyCondition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// availableIn is how long until a ready pod becomes available: 0 if it
+// already is, and false if it is not ready at all. A pod is available once
+// it has been Ready for minReady.
+func availableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
+	c := podReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return 0, false
+	}
+	if minReady <= 0 || c.LastTransitionTime.IsZero() {
+		return 0, true
+	}
+	if wait := c.LastTransitionTime.Add(minReady).Sub(now); wait > 0 {
+		return wait, true
+	}
+	return 0, true
+}
+
+// restartCount is the sum of the restart counts of the pod's containers.
+func restartCount(pod *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}

@@ -1,0 +1,136 @@
+// Package controllers holds the PodSet reconciler.
+//
+// podset_controller.go orchestrates one reconcile; each concern lives in its
+// own file: pod_ownership.go (which pods are the PodSet's: adoption and
+// release), scaling.go (creating and deleting pods under expectations.go),
+// slow_start.go, deletion_ranking.go, pod_template.go (what a pod looks like),
+// status.go (what the status says), pod_events.go (which pod events wake which
+// PodSet) and cache_options.go (what the manager caches).
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// PodSetReconciler keeps each PodSet's pods at spec.replicas and reports what
+// it observes.
+type PodSetReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	client.Client
+	// APIReader reads from the API server directly, for the few decisions a
+	// stale cache must not make (adoption).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// Expectations is shared with the pod event handler.
+	Expectations *Expectations
+	// DefaultImage is the operand image of PodSets that name none.
+	DefaultImage string
+	// BurstReplicas caps the pods created or deleted per reconcile;
+	// DefaultBurstReplicas when 0.
+	BurstReplicas int
+	// MaxConcurrentReconciles is how many PodSets are reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// podSetScope is what one reconcile of one PodSet knows and has done.
+type podSetScope struct {
+	podSet *appv1alpha1.PodSet
+	// key is the PodSet's namespace/name, its key in the expectations.
+	key string
+	// pods are the pods the PodSet controls and whose labels match, terminating
+	// and terminated ones included.
+	pods []*corev1.Pod
+	// outcome is what the scaling phase did.
+	outcome scaleOutcome
+}
+
+// +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one PodSet's pods to spec.replicas and writes its status.
+func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ps := &appv1alpha1.PodSet{}
+	if err := r.Get(ctx, req.NamespacedName, ps); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			// Gone: the garbage collector deletes its pods through their
+			// ownerReferences; only our bookkeeping is left to drop.
+			r.Expectations.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &podSetScope{podSet: ps, key: req.String()}
+
+	// Without knowing which pods are the PodSet's, neither scaling nor status
+	// can be right: stop here and retry.
+	if err := r.claimPods(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A failed scale is reported in the status, then retried with backoff.
+	scaleErr := r.scalePods(ctx, s)
+	statusErr := r.updateStatus(ctx, s)
+	if err := kerrors.NewAggregate([]error{scaleErr, statusErr}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: nextAvailabilityCheck(s.pods, minReady(ps), time.Now())}, nil
+}
+
+// updateStatus writes the status computed from the observed pods, and only
+// when it differs from what the PodSet already reports.
+func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
+	status := computeStatus(s.podSet, s.pods, s.outcome, time.Now())
+	if equality.Semantic.DeepEqual(status, s.podSet.Status) {
+		return nil
+	}
+	orig := s.podSet.DeepCopy()
+	s.podSet.Status = status
+	return client.IgnoreNotFound(r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)))
+}
+
+func minReady(ps *appv1alpha1.PodSet) time.Duration {
+	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
+}
+
+func (r *PodSetReconciler) burstReplicas() int {
+	if r.BurstReplicas > 0 {
+		return r.BurstReplicas
+	}
+	return DefaultBurstReplicas
+}
+
+// SetupWithManager registers the reconciler, its pod indexes and its watches.
+func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Expectations == nil {
+		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
+	}
+	if err := IndexPodFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		// Status writes do not change the generation, so the PodSet's own
+		// status updates do not wake it again.
+		For(&appv1alpha1.PodSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Owns(Pod) with the expectations bookkeeping folded in; see
+		// podEventHandler.
+		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("podset").
+		Complete(r)
+}

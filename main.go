@@ -1,0 +1,134 @@
+// Command manager runs the podset-operator: the PodSet controller inside a
+// controller-runtime manager.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers"
+)
+
+// Environment variables the manager reads.
+const (
+	// envWatchNamespace limits the operator to some namespaces: empty for
+	// all, or a comma-separated list. OLM sets it from the
+	// olm.targetNamespaces annotation of the operator's OperatorGroup.
+	envWatchNamespace = "WATCH_NAMESPACE"
+	// envOperandImage is the image of PodSets that name none. OLM's
+	// disconnected installs rewrite RELATED_IMAGE_* variables to mirrors.
+	envOperandImage = "RELATED_IMAGE_PODSET"
+)
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(appv1alpha1.AddToScheme(scheme))
+}
+
+func main() {
+	var (
+		metricsAddr, probeAddr, pprofAddr string
+		enableLeaderElection              bool
+		secureMetrics, enableHTTP2        bool
+		maxConcurrentReconciles           int
+		burstReplicas                     int
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to; 0 disables them.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's pprof endpoints bind to, e.g. 127.0.0.1:8082; empty disables them.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one of several replicas acts.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to clients authenticated and authorized by the API server.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default against the HTTP/2 Rapid Reset and Stream Cancellation CVEs.")
+	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 5, "How many PodSets are reconciled at once.")
+	flag.IntVar(&burstReplicas, "burst-replicas", controllers.DefaultBurstReplicas, "The most pods created or deleted for one PodSet in one reconcile.")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	namespaces := watchNamespaces(os.Getenv(envWatchNamespace))
+	operandImage := os.Getenv(envOperandImage)
+	if operandImage == "" {
+		operandImage = controllers.DefaultOperandImage
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
+		LeaderElection:                enableLeaderElection,
+		LeaderElectionID:              "podset-operator.app.example.com",
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(namespaces),
+	})
+	if err != nil {
+		setupLog.Error(err, "unable to create the manager")
+		os.Exit(1)
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	if err := (&controllers.PodSetReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("podset-controller"),
+		DefaultImage:            operandImage,
+		BurstReplicas:           burstReplicas,
+		MaxConcurrentReconciles: maxConcurrentReconciles,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		setupLog.Error(err, "unable to create the controller", "controller", "PodSet")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "unable to set up the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		setupLog.Error(err, "unable to set up the ready check")
+		os.Exit(1)
+	}
+
+	setupLog.Info("starting the manager", "namespaces", namespaces, "operandImage", operandImage)
+	if err := mgr.Start(ctx); err != nil {
+		setupLog.Error(err, "problem running the manager")
+		os.Exit(1)
+	}
+}
+
+// watchNamespaces parses WATCH_NAMESPACE: empty means every namespace.
+func watchNamespaces(v string) []string {
+	var namespaces []string
+	for ns := range strings.SplitSeq(v, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	return namespaces
+}
