@@ -59,10 +59,18 @@ type podSetScope struct {
 	outcome scaleOutcome
 }
 
+// RBAC: exactly what this code uses. PodSets are read through the cache
+// (list, watch) and once directly before adopting (get); status is written by
+// merge patch only. podsets/finalizers update is what the
+// OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift)
+// demands for setting blockOwnerDeletion in a pod's controller reference.
+// Pods are cached (list, watch), created, deleted, and patched to adopt or
+// release them. Events go through the events.k8s.io API, which patches a
+// repeated event's series instead of creating a new one.
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=patch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one PodSet's pods to spec.replicas and writes its status.
