@@ -156,7 +156,9 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.
 	@# pinned value so that regenerating an unchanged bundle changes nothing.
 	created=$$(sed -n 's/^    createdAt: //p' $(BASE_CSV)); test -n "$$created"; \
 	  sed -i "s/^    createdAt: .*/    createdAt: $$created/" $(BUNDLE_CSV)
-	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+	@# The validators only warn about most problems; treat warnings as errors.
+	out=$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1); \
+	  echo "$$out"; ! echo "$$out" | grep -E 'level=(warning|error)'
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
