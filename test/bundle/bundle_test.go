@@ -1,0 +1,282 @@
+// Package bundle_test checks the committed OLM bundle (bundle/) with the same
+// validators `operator-sdk bundle validate --select-optional
+// suite=operatorframework` runs, so that a regression fails `go test` on a
+// machine without the operator-sdk CLI. It also checks the properties of the
+// bundle the OLM install depends on but no validator looks at: the install
+// modes, the WATCH_NAMESPACE wiring, the related operand image, and that
+// bundle/ is not stale against config/.
+package bundle_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/api/pkg/validation"
+	"github.com/operator-framework/api/pkg/validation/errors"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	bundleDir = "../../bundle"
+	// The base the bundle's CSV is generated from; createdAt is pinned there.
+	baseCSV = "../../config/manifests/bases/podset-operator.clusterserviceversion.yaml"
+	// The CRD controller-gen writes; the bundle must carry the same one.
+	crdFile = "../../config/crd/bases/app.example.com_podsets.yaml"
+	// The newest Kubernetes release the project is tested against (the local
+	// cluster's kube-apiserver). The deprecated-API checks look for APIs
+	// removed up to this release; without it they would only look up to the
+	// CSV's minKubeVersion.
+	k8sVersion = "1.37.0"
+	operandEnv = "RELATED_IMAGE_PODSET"
+)
+
+func loadBundle(t *testing.T) *manifests.Bundle {
+	t.Helper()
+	b, err := manifests.GetBundleFromDir(bundleDir)
+	if err != nil {
+		t.Fatalf("loading %s: %v", bundleDir, err)
+	}
+	if b.CSV == nil {
+		t.Fatalf("%s has no ClusterServiceVersion", bundleDir)
+	}
+	return b
+}
+
+// TestBundleValidators fails on every error and every warning of the default
+// bundle validators plus each validator of the operatorframework suite.
+func TestBundleValidators(t *testing.T) {
+	b := loadBundle(t)
+	validators := validation.DefaultBundleValidators.WithValidators(
+		validation.OperatorHubV2Validator,
+		validation.StandardCapabilitiesValidator,
+		validation.StandardCategoriesValidator,
+		validation.AlphaDeprecatedAPIsValidator,
+		validation.GoodPracticesValidator,
+	)
+	// The optional validators read their options from a map among the objects.
+	opts := map[string]string{"k8s-version": k8sVersion}
+	results := validators.Validate(b, opts)
+	if len(results) == 0 {
+		t.Fatal("the validators returned no results at all; were they given the bundle?")
+	}
+	for _, r := range results {
+		for _, e := range r.Errors {
+			t.Errorf("validator error (%s): %s", r.Name, e.Error())
+		}
+		for _, w := range r.Warnings {
+			if w.Level != errors.LevelWarn {
+				t.Errorf("unexpected level %q in warnings of %s", w.Level, r.Name)
+			}
+			t.Errorf("validator warning (%s): %s", r.Name, w.Error())
+		}
+	}
+}
+
+// TestValidatorsCatchABrokenBundle proves the validators above can fail: the
+// same bundle without a minKubeVersion and with a non-standard category must
+// be reported.
+func TestValidatorsCatchABrokenBundle(t *testing.T) {
+	b := loadBundle(t)
+	b.CSV.Spec.MinKubeVersion = ""
+	b.CSV.Annotations["categories"] = "Not A Category"
+	results := validation.DefaultBundleValidators.WithValidators(
+		validation.OperatorHubV2Validator,
+		validation.StandardCategoriesValidator,
+	).Validate(b)
+	var warned, errored bool
+	for _, r := range results {
+		warned = warned || r.HasWarn()
+		errored = errored || r.HasError()
+	}
+	if !warned || !errored {
+		t.Fatalf("broken CSV: got warnings=%v errors=%v, want both", warned, errored)
+	}
+}
+
+func TestInstallModes(t *testing.T) {
+	csv := loadBundle(t).CSV
+	want := map[operatorsv1alpha1.InstallModeType]bool{
+		operatorsv1alpha1.InstallModeTypeOwnNamespace:    true,
+		operatorsv1alpha1.InstallModeTypeSingleNamespace: true,
+		operatorsv1alpha1.InstallModeTypeMultiNamespace:  true,
+		operatorsv1alpha1.InstallModeTypeAllNamespaces:   true,
+	}
+	got := map[operatorsv1alpha1.InstallModeType]bool{}
+	for _, m := range csv.Spec.InstallModes {
+		got[m.Type] = m.Supported
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("install modes: got %v, want %v", got, want)
+	}
+}
+
+// TestManagerEnvironment checks that the manager watches the OperatorGroup's
+// target namespaces and that its operand image is a related image, so that
+// mirroring the bundle for a disconnected cluster copies it.
+func TestManagerEnvironment(t *testing.T) {
+	csv := loadBundle(t).CSV
+	deps := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	if len(deps) != 1 {
+		t.Fatalf("want exactly one deployment in the CSV, got %d", len(deps))
+	}
+	containers := deps[0].Spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("want exactly one container, got %d", len(containers))
+	}
+	c := containers[0]
+	if c.Image != csv.Annotations["containerImage"] {
+		t.Errorf("manager image %q differs from the containerImage annotation %q", c.Image, csv.Annotations["containerImage"])
+	}
+	var watch, operand bool
+	var operandImage string
+	for _, e := range c.Env {
+		switch e.Name {
+		case "WATCH_NAMESPACE":
+			watch = true
+			if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+				e.ValueFrom.FieldRef.FieldPath != "metadata.annotations['olm.targetNamespaces']" {
+				t.Errorf("WATCH_NAMESPACE must come from the olm.targetNamespaces annotation, got %+v", e)
+			}
+		case operandEnv:
+			operand, operandImage = true, e.Value
+		}
+	}
+	if !watch || !operand {
+		t.Fatalf("manager env lacks WATCH_NAMESPACE (%v) or %s (%v)", watch, operandEnv, operand)
+	}
+	var related bool
+	for _, ri := range csv.Spec.RelatedImages {
+		related = related || ri.Image == operandImage
+	}
+	if operandImage == "" || !related {
+		t.Errorf("operand image %q is not in relatedImages %+v", operandImage, csv.Spec.RelatedImages)
+	}
+}
+
+// TestDescriptorsCoverTheAPI fails when a field is added to the PodSet spec or
+// status without a descriptor in the CSV base (the console would not show it,
+// and the scorecard's descriptor tests only look at the sample's fields).
+func TestDescriptorsCoverTheAPI(t *testing.T) {
+	b := loadBundle(t)
+	if len(b.V1CRDs) != 1 {
+		t.Fatalf("want one CRD in the bundle, got %d", len(b.V1CRDs))
+	}
+	crd := b.V1CRDs[0]
+	var desc *operatorsv1alpha1.CRDDescription
+	for i, o := range b.CSV.Spec.CustomResourceDefinitions.Owned {
+		if o.Name == crd.Name {
+			desc = &b.CSV.Spec.CustomResourceDefinitions.Owned[i]
+		}
+	}
+	if desc == nil {
+		t.Fatalf("CRD %s is not listed as owned by the CSV", crd.Name)
+	}
+	var pods bool
+	for _, r := range desc.Resources {
+		pods = pods || (r.Kind == "Pod" && r.Version == "v1")
+	}
+	if !pods {
+		t.Errorf("owned CRD resources %+v do not list the v1 Pods the operator creates", desc.Resources)
+	}
+
+	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties
+	spec := map[string]bool{}
+	for _, d := range desc.SpecDescriptors {
+		spec[d.Path] = true
+	}
+	status := map[string]bool{}
+	for _, d := range desc.StatusDescriptors {
+		status[d.Path] = true
+	}
+	for _, f := range sortedKeys(props["spec"].Properties) {
+		if !spec[f] {
+			t.Errorf("spec.%s has no specDescriptor", f)
+		}
+	}
+	for _, f := range sortedKeys(props["status"].Properties) {
+		if !status[f] {
+			t.Errorf("status.%s has no statusDescriptor", f)
+		}
+	}
+	if len(props["spec"].Properties) == 0 || len(props["status"].Properties) == 0 {
+		t.Fatal("the CRD schema has no spec or status properties")
+	}
+}
+
+// TestBundleIsCurrent fails when config/ changed without `make bundle`.
+func TestBundleIsCurrent(t *testing.T) {
+	b := loadBundle(t)
+
+	var want apiextensionsv1.CustomResourceDefinition
+	readYAML(t, crdFile, &want)
+	if got := b.V1CRDs[0]; !reflect.DeepEqual(got.Spec, want.Spec) {
+		t.Errorf("bundle CRD differs from %s: run `make bundle`", crdFile)
+	}
+
+	var base operatorsv1alpha1.ClusterServiceVersion
+	readYAML(t, baseCSV, &base)
+	csv := b.CSV
+	// operator-sdk stamps the time of generation; `make bundle` restores the
+	// base's value so that regenerating leaves the tree unchanged.
+	if got, want := csv.Annotations["createdAt"], base.Annotations["createdAt"]; got != want || want == "" {
+		t.Errorf("createdAt: bundle %q, base %q", got, want)
+	}
+	if !reflect.DeepEqual(csv.Spec.CustomResourceDefinitions.Owned[0].SpecDescriptors, base.Spec.CustomResourceDefinitions.Owned[0].SpecDescriptors) ||
+		!reflect.DeepEqual(csv.Spec.CustomResourceDefinitions.Owned[0].StatusDescriptors, base.Spec.CustomResourceDefinitions.Owned[0].StatusDescriptors) {
+		t.Errorf("bundle descriptors differ from %s: run `make bundle`", baseCSV)
+	}
+
+	// alm-examples is generated from config/samples.
+	var examples []map[string]any
+	if err := json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &examples); err != nil {
+		t.Fatalf("alm-examples: %v", err)
+	}
+	samples, err := filepath.Glob("../../config/samples/app_*.yaml")
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	if len(examples) != len(samples) {
+		t.Fatalf("alm-examples has %d objects, config/samples has %d", len(examples), len(samples))
+	}
+	for _, s := range samples {
+		var sample map[string]any
+		readYAML(t, s, &sample)
+		found := false
+		for _, e := range examples {
+			found = found || reflect.DeepEqual(e, sample)
+		}
+		if !found {
+			t.Errorf("%s is not in alm-examples (or differs): run `make bundle`", s)
+		}
+	}
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// controller-gen writes a leading document separator.
+	data = []byte(strings.TrimPrefix(string(data), "---\n"))
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
