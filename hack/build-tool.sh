@@ -95,8 +95,8 @@ case "$tool" in
     # metrics.builder labels, ImageVersion is the scorecard-test image tag the
     # CLI defaults to, KubernetesVersion is the one v1.34 was released with.
     v=github.com/operator-framework/operator-sdk/internal/version
-    go build -mod=mod -trimpath -o "$out/$tool" "$pkg" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
-      -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" ;;
+    go build -mod=mod -trimpath -o "$out/$tool" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
+      -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" "$pkg" ;;
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
 echo "built $out/$tool"
