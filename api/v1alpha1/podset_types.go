@@ -20,7 +20,6 @@ const (
 )
 
 // PodSetSpec is the desired state of a PodSet.
-// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.requests) || !has(self.resources.limits) || self.resources.requests.all(k, !(k in self.resources.limits) || quantity(string(self.resources.requests[k])).compareTo(quantity(string(self.resources.limits[k]))) <= 0)",message="every resources.requests value must be less than or equal to the resources.limits value of the same resource",fieldPath=".resources.requests"
 type PodSetSpec struct {
 	// replicas is the number of pods the PodSet keeps running. Pods that are
 	// terminating, Succeeded or Failed do not count and are replaced.
@@ -94,13 +93,16 @@ type EnvVar struct {
 }
 
 // Resources are the container's compute resource requests and limits.
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="every request must be less than or equal to the limit of the same resource",fieldPath=".requests"
 type Resources struct {
 	// requests is the minimum amount of each resource the container needs.
+	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be requested"
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 
 	// limits is the maximum amount of each resource the container may use.
+	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be limited"
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`

@@ -1,0 +1,574 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+const (
+	eventually = 60 * time.Second
+	poll       = 100 * time.Millisecond
+)
+
+func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "web", 5, nil)
+
+	pods := waitForLivePods(g, ps, 5)
+	// Exactly five, not five on the way to more.
+	g.Consistently(func(g Gomega) { g.Expect(listLivePods(g, ps)).To(HaveLen(5)) }, time.Second, poll).Should(Succeed())
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(&pod)
+		g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", pod.Name)
+		g.Expect(ref.UID).To(Equal(ps.UID))
+		g.Expect(ref.Kind).To(Equal("PodSet"))
+		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
+		g.Expect(pod.Labels).To(Equal(podLabels(ps)))
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal(testOperandImage))
+	}
+
+	// Without a kubelet nothing is ready yet.
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.Replicas).To(BeEquivalentTo(5))
+		g.Expect(st.ReadyReplicas).To(BeEquivalentTo(0))
+		g.Expect(st.PodNames).To(Equal(podNames(pods)))
+		g.Expect(st.Selector).To(Equal(podSelector(ps).String()))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionFalse))
+		g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(ReasonWaitingForAvailability))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
+	}, eventually, poll).Should(Succeed())
+
+	// Play the kubelet: every pod becomes Running and Ready.
+	for i := range pods {
+		markPodReady(g, &pods[i])
+	}
+	g.Eventually(func(g Gomega) {
+		p := getPodSet(g, ps)
+		g.Expect(p.Status.ReadyReplicas).To(BeEquivalentTo(5))
+		g.Expect(p.Status.AvailableReplicas).To(BeEquivalentTo(5))
+		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionProgressing)).To(Equal(metav1.ConditionFalse))
+	}, eventually, poll).Should(Succeed())
+
+	setReplicas(g, ps, 2)
+	kept := waitForLivePods(g, ps, 2)
+	g.Eventually(func(g Gomega) {
+		p := getPodSet(g, ps)
+		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(p.Status.Replicas).To(BeEquivalentTo(2))
+		g.Expect(p.Status.PodNames).To(Equal(podNames(kept)))
+	}, eventually, poll).Should(Succeed())
+
+	setReplicas(g, ps, 0)
+	waitForLivePods(g, ps, 0)
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.Replicas).To(BeZero())
+		g.Expect(st.PodNames).To(BeEmpty())
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, eventually, poll).Should(Succeed())
+
+	// A Normal event reports the creations.
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElements(EventSuccessfulCreate, EventSuccessfulDelete))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationScaleSubresource(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "scaled", 1, nil)
+	waitForLivePods(g, ps, 1)
+
+	// What `kubectl scale` and a HorizontalPodAutoscaler do.
+	scale := &autoscalingv1.Scale{}
+	g.Expect(k8sClient.SubResource("scale").Get(ctx, ps, scale)).To(Succeed())
+	scale.Spec.Replicas = 4
+	g.Expect(k8sClient.SubResource("scale").Update(ctx, ps, client.WithSubResourceBody(scale))).To(Succeed())
+	waitForLivePods(g, ps, 4)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.SubResource("scale").Get(ctx, ps, scale)).To(Succeed())
+		g.Expect(scale.Status.Replicas).To(BeEquivalentTo(4))
+		g.Expect(scale.Status.Selector).To(Equal(podSelector(ps).String()))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationPodsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	})
+
+	// The API server enforces the profile here: a pod without the
+	// restricted security context is refused...
+	bare := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	err := k8sClient.Create(context.Background(), bare)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("violates PodSecurity"))
+
+	// ...and the operator's pods, whatever the spec asks for, are not.
+	ps := createPodSet(t, ns, "secure", 3, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "docker.io/library/nginx:1.27"
+		ps.Spec.Command = []string{"nginx", "-g", "daemon off;"}
+	})
+	for _, pod := range waitForLivePods(g, ps, 3) {
+		g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+		g.Expect(*pod.Spec.SecurityContext.RunAsUser).NotTo(BeZero())
+		g.Expect(pod.Spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		sc := pod.Spec.Containers[0].SecurityContext
+		g.Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
+		g.Expect(sc.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		g.Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
+	}
+	g.Consistently(func(g Gomega) {
+		g.Expect(conditionStatus(getPodSet(g, ps).Status, appv1alpha1.ConditionReplicaFailure)).NotTo(Equal(metav1.ConditionTrue))
+	}, 2*time.Second, poll).Should(Succeed())
+}
+
+func TestIntegrationReplacesDeletedAndTerminatedPods(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "healing", 3, nil)
+	pods := waitForLivePods(g, ps, 3)
+
+	victim := pods[0]
+	g.Expect(k8sClient.Delete(ctx, &victim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		now := listLivePods(g, ps)
+		g.Expect(now).To(HaveLen(3))
+		g.Expect(podNames(now)).NotTo(ContainElement(victim.Name))
+	}, eventually, poll).Should(Succeed())
+
+	// A pod that ran to completion no longer counts and is replaced.
+	finished := listLivePods(g, ps)[0]
+	finished.Status.Phase = corev1.PodSucceeded
+	g.Expect(k8sClient.Status().Update(ctx, &finished)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		now := listLivePods(g, ps)
+		g.Expect(now).To(HaveLen(3))
+		g.Expect(podNames(now)).NotTo(ContainElement(finished.Name))
+		g.Expect(getPodSet(g, ps).Status.PodNames).To(Equal(podNames(now)))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationLeavesForeignPodsAlone(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+
+	// Same labels as the PodSet's pods, but controlled by something else.
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-controller", Namespace: ns}}
+	g.Expect(k8sClient.Create(ctx, owner)).To(Succeed())
+	foreign := plainPod(ns, "foreign", podLabels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}))
+	foreign.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
+	}}
+	g.Expect(k8sClient.Create(ctx, foreign)).To(Succeed())
+	// An unlabelled pod in the same namespace.
+	bystander := plainPod(ns, "bystander", map[string]string{"app": "other"})
+	g.Expect(k8sClient.Create(ctx, bystander)).To(Succeed())
+
+	ps := createPodSet(t, ns, "mine", 2, nil)
+	waitForLivePods(g, ps, 2)
+	setReplicas(g, ps, 0)
+	waitForLivePods(g, ps, 0)
+
+	for _, name := range []string{"foreign", "bystander"} {
+		pod := &corev1.Pod{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod)).To(Succeed())
+		g.Expect(pod.DeletionTimestamp).To(BeNil())
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			g.Expect(ref.UID).NotTo(Equal(ps.UID))
+		}
+	}
+	g.Expect(getPodSet(g, ps).Status.PodNames).NotTo(ContainElement("foreign"))
+}
+
+func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+
+	// An orphan that already carries the PodSet's labels is adopted instead
+	// of a new pod being created.
+	orphan := plainPod(ns, "orphan", podLabels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter"}}))
+	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
+	ps := createPodSet(t, ns, "adopter", 2, nil)
+	pods := waitForLivePods(g, ps, 2)
+	g.Expect(podNames(pods)).To(ContainElement("orphan"))
+	g.Expect(createdPodCount(g, ps, ns)).To(Equal(1), "one pod created besides the adopted orphan")
+
+	// Relabelling an owned pod releases it: it loses the ownerReference
+	// and a replacement is created.
+	released := &corev1.Pod{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orphan"}, released)).To(Succeed())
+	patch := client.MergeFrom(released.DeepCopy())
+	released.Labels[LabelPodSet] = "someone-else"
+	g.Expect(k8sClient.Patch(ctx, released, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orphan"}, pod)).To(Succeed())
+		g.Expect(metav1.GetControllerOf(pod)).To(BeNil())
+		g.Expect(pod.DeletionTimestamp).To(BeNil())
+		now := listLivePods(g, ps)
+		g.Expect(now).To(HaveLen(2))
+		g.Expect(podNames(now)).NotTo(ContainElement("orphan"))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
+	requireEnvtest(t)
+	ns := newTestNamespace(t, nil)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*appv1alpha1.PodSet)
+		field  string
+	}{
+		{"negative replicas", func(p *appv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
+		{"too many replicas", func(p *appv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](1001) }, "spec.replicas"},
+		{"negative minReadySeconds", func(p *appv1alpha1.PodSet) { p.Spec.MinReadySeconds = -5 }, "spec.minReadySeconds"},
+		{"image with a space", func(p *appv1alpha1.PodSet) { p.Spec.Image = "busybox latest" }, "spec.image"},
+		{"duplicate env names", func(p *appv1alpha1.PodSet) {
+			p.Spec.Env = []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}
+		}, "spec.env"},
+		{"invalid env name", func(p *appv1alpha1.PodSet) { p.Spec.Env = []appv1alpha1.EnvVar{{Name: "1=x"}} }, "spec.env[0].name"},
+		{"requests above limits", func(p *appv1alpha1.PodSet) {
+			p.Spec.Resources = &appv1alpha1.Resources{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			}
+		}, "spec.resources.requests"},
+		{"unsupported resource", func(p *appv1alpha1.PodSet) {
+			p.Spec.Resources = &appv1alpha1.Resources{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+		}, "spec.resources.requests"},
+		{"name too long for a label value", func(p *appv1alpha1.PodSet) { p.Name = strings.Repeat("a", 64) }, "metadata.name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "invalid", Namespace: ns}}
+			tc.mutate(ps)
+			err := k8sClient.Create(context.Background(), ps)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(tc.field))
+		})
+	}
+
+	// An invalid update is refused whole: the stored object is unchanged.
+	g := NewWithT(t)
+	ps := createPodSet(t, ns, "valid", 1, nil)
+	bad := getPodSet(g, ps)
+	bad.Spec.Replicas = ptr.To[int32](2)
+	bad.Spec.Image = "has space"
+	err := k8sClient.Update(context.Background(), bad)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("spec.image"))
+	stored := getPodSet(g, ps)
+	g.Expect(*stored.Spec.Replicas).To(BeEquivalentTo(1))
+	g.Expect(stored.Spec.Image).To(BeEmpty())
+
+	// Defaults are applied at admission.
+	defaulted := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "defaulted", Namespace: ns}}
+	g.Expect(k8sClient.Create(context.Background(), defaulted)).To(Succeed())
+	g.Expect(defaulted.Spec.Replicas).To(Equal(ptr.To[int32](1)))
+}
+
+func TestIntegrationReportsReplicaFailureFromQuota(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	quota := setPodQuota(g, ns, 2)
+
+	ps := createPodSet(t, ns, "limited", 3, nil)
+	waitForLivePods(g, ps, 2)
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(ReasonFailedCreate))
+		g.Expect(c.Message).To(ContainSubstring("exceeded quota"))
+		g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElement(EventFailedCreate))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(listLivePods(g, ps)).To(HaveLen(2)) }, time.Second, poll).Should(Succeed())
+
+	// Lift the quota: the missing pod is created and the condition clears.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+	quota.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+	quota.Status.Hard = quota.Spec.Hard
+	g.Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+
+	waitForLivePods(g, ps, 3)
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationMinReadySecondsDelaysAvailability(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "slow", 1, func(ps *appv1alpha1.PodSet) { ps.Spec.MinReadySeconds = 3 })
+	pod := waitForLivePods(g, ps, 1)[0]
+	markPodReady(g, &pod)
+
+	// Ready at once, available only after minReadySeconds, with no pod
+	// event in between: the reconciler must requeue itself.
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.ReadyReplicas).To(BeEquivalentTo(1))
+		g.Expect(st.AvailableReplicas).To(BeZero())
+	}, eventually, poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(1))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, eventually, poll).Should(Succeed())
+}
+
+// The operator must never hold more than spec.replicas live pods, however fast
+// the spec changes and however many PodSets are reconciled at once; a stale
+// cache without expectations would create duplicates here.
+func TestIntegrationRepeatedScalingNeverOvershoots(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const (
+		podSets = 4
+		n       = 20
+		cycles  = 3
+	)
+
+	// Watch every pod of the namespace on the API server, and remember the
+	// most live pods each PodSet ever had at once.
+	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+	var mu sync.Mutex
+	live := map[string]map[types.UID]bool{}
+	peak := map[string]int{}
+	created := map[string]int{}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			owner := pod.Labels[LabelPodSet]
+			mu.Lock()
+			if live[owner] == nil {
+				live[owner] = map[types.UID]bool{}
+			}
+			switch {
+			case ev.Type == watch.Added:
+				created[owner]++
+				live[owner][pod.UID] = isPodLive(pod)
+			case ev.Type == watch.Deleted:
+				delete(live[owner], pod.UID)
+			default:
+				live[owner][pod.UID] = isPodLive(pod)
+			}
+			count := 0
+			for _, l := range live[owner] {
+				if l {
+					count++
+				}
+			}
+			peak[owner] = max(peak[owner], count)
+			mu.Unlock()
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for i := range podSets {
+		ps := createPodSet(t, ns, fmt.Sprintf("stress-%d", i), 0, nil)
+		wg.Go(func() {
+			g := NewWithT(t)
+			for range cycles {
+				// Change the spec again before the previous change has
+				// settled, then let it settle.
+				setReplicas(g, ps, n)
+				setReplicas(g, ps, 0)
+				setReplicas(g, ps, n)
+				waitForLivePods(g, ps, n)
+				setReplicas(g, ps, 0)
+				waitForLivePods(g, ps, 0)
+			}
+		})
+	}
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("peak live pods per PodSet: %v; pods created: %v", peak, created)
+	for i := range podSets {
+		name := fmt.Sprintf("stress-%d", i)
+		g.Expect(peak[name]).To(Equal(n), "PodSet %s peaked at %d live pods", name, peak[name])
+	}
+}
+
+// --- helpers ---
+
+func createPodSet(t *testing.T, ns, name string, replicas int32, mutate func(*appv1alpha1.PodSet)) *appv1alpha1.PodSet {
+	t.Helper()
+	ps := &appv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       appv1alpha1.PodSetSpec{Replicas: ptr.To(replicas)},
+	}
+	if mutate != nil {
+		mutate(ps)
+	}
+	if err := k8sClient.Create(context.Background(), ps); err != nil {
+		t.Fatalf("creating PodSet %s: %v", name, err)
+	}
+	return ps
+}
+
+func getPodSet(g Gomega, ps *appv1alpha1.PodSet) *appv1alpha1.PodSet {
+	out := &appv1alpha1.PodSet{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(ps), out)).To(Succeed())
+	return out
+}
+
+// setReplicas changes spec.replicas with a merge patch, as `kubectl patch`.
+func setReplicas(g Gomega, ps *appv1alpha1.PodSet, n int32) {
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n))
+	g.Expect(k8sClient.Patch(context.Background(), ps.DeepCopy(), patch)).To(Succeed())
+}
+
+// listLivePods lists, from the API server, the live pods the PodSet controls.
+func listLivePods(g Gomega, ps *appv1alpha1.PodSet) []corev1.Pod {
+	var list corev1.PodList
+	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ps.Namespace))).To(Succeed())
+	var out []corev1.Pod
+	for _, pod := range list.Items {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == ps.UID && isPodLive(&pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func waitForLivePods(g Gomega, ps *appv1alpha1.PodSet, n int) []corev1.Pod {
+	var pods []corev1.Pod
+	g.Eventually(func(g Gomega) {
+		pods = listLivePods(g, ps)
+		g.Expect(pods).To(HaveLen(n))
+	}, eventually, poll).Should(Succeed())
+	return pods
+}
+
+// createdPodCount counts the pods in the namespace that the operator
+// generated for the PodSet (their names start with its generateName).
+func createdPodCount(g Gomega, ps *appv1alpha1.PodSet, ns string) int {
+	var list corev1.PodList
+	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, pod := range list.Items {
+		if pod.GenerateName == ps.Name+"-" {
+			n++
+		}
+	}
+	return n
+}
+
+func podNames(pods []corev1.Pod) []string {
+	names := make([]string, 0, len(pods))
+	for _, pod := range pods {
+		names = append(names, pod.Name)
+	}
+	// The status lists them sorted.
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && names[j] < names[j-1]; j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+	return names
+}
+
+// markPodReady does what a kubelet would: the pod runs and is Ready.
+func markPodReady(g Gomega, pod *corev1.Pod) {
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	g.Expect(k8sClient.Status().Update(context.Background(), pod)).To(Succeed())
+}
+
+func conditionStatus(st appv1alpha1.PodSetStatus, t string) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func eventReasons(g Gomega, ns, regarding string) []string {
+	var list eventsv1.EventList
+	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func plainPod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+}
+
+// setPodQuota creates a ResourceQuota on pods and fills in its status, which
+// the quota controller (absent under envtest) would otherwise do; the
+// API server's quota admission then enforces it.
+func setPodQuota(g Gomega, ns string, pods int64) *corev1.ResourceQuota {
+	ctx := context.Background()
+	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+	g.Expect(k8sClient.Create(ctx, q)).To(Succeed())
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	g.Expect(k8sClient.Status().Update(ctx, q)).To(Succeed())
+	return q
+}
