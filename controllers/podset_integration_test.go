@@ -396,11 +396,11 @@ func TestIntegrationRepeatedScalingNeverOvershoots(t *testing.T) {
 			if live[owner] == nil {
 				live[owner] = map[types.UID]bool{}
 			}
-			switch {
-			case ev.Type == watch.Added:
+			switch ev.Type {
+			case watch.Added:
 				created[owner]++
 				live[owner][pod.UID] = isPodLive(pod)
-			case ev.Type == watch.Deleted:
+			case watch.Deleted:
 				delete(live[owner], pod.UID)
 			default:
 				live[owner][pod.UID] = isPodLive(pod)

@@ -4,17 +4,26 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of the PodSet API.
 	GroupVersion = schema.GroupVersion{Group: "app.example.com", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the API's Go types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the API's Go types with a runtime.Scheme. It
+	// uses apimachinery only, so that clients can import this package
+	// without pulling in controller-runtime.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the API's types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &PodSet{}, &PodSetList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -187,7 +187,3 @@ type PodSetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodSet `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&PodSet{}, &PodSetList{})
-}
