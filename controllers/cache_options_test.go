@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
+	g := NewWithT(t)
+
+	opts := CacheOptions(nil)
+
+	g.Expect(opts.ByObject).To(HaveLen(1))
+	var podCache *cache.ByObject
+	for obj, byObject := range opts.ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			podCache = &byObject
+		}
+	}
+	g.Expect(podCache).NotTo(BeNil(), "no ByObject entry for pods")
+	g.Expect(podCache.Label).NotTo(BeNil())
+	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
+	g.Expect(podCache.Label.Matches(labels.Set(podLabels(unitPodSet("web", 1))))).To(BeTrue())
+	g.Expect(podCache.Label.Matches(labels.Set{LabelPodSet: "web", LabelName: NameValue})).To(BeFalse())
+	g.Expect(podCache.Field).To(BeNil())
+}
+
+func TestCacheOptionsStripsManagedFields(t *testing.T) {
+	g := NewWithT(t)
+	opts := CacheOptions(nil)
+	g.Expect(opts.DefaultTransform).NotTo(BeNil())
+	pod := unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+
+	out, err := opts.DefaultTransform(pod)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(BeAssignableToTypeOf(&corev1.Pod{}))
+	stripped := out.(*corev1.Pod)
+	g.Expect(stripped.ManagedFields).To(BeEmpty())
+	g.Expect(stripped.Name).To(Equal("a"))
+	g.Expect(stripped.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedByValue))
+}
+
+func TestCacheOptionsNamespaces(t *testing.T) {
+	tests := []struct {
+		name       string
+		namespaces []string
+		want       []string
+	}{
+		{name: "nil: all namespaces", namespaces: nil, want: nil},
+		{name: "empty: all namespaces", namespaces: []string{}, want: nil},
+		{name: "one", namespaces: []string{"team-a"}, want: []string{"team-a"}},
+		{name: "several", namespaces: []string{"team-a", "team-b", "team-c"}, want: []string{"team-a", "team-b", "team-c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+
+			opts := CacheOptions(tt.namespaces)
+
+			if tt.want == nil {
+				g.Expect(opts.DefaultNamespaces).To(BeNil())
+				return
+			}
+			g.Expect(opts.DefaultNamespaces).To(HaveLen(len(tt.want)))
+			for _, ns := range tt.want {
+				g.Expect(opts.DefaultNamespaces).To(HaveKey(ns))
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package controllers
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const expKey = "ns/web"
+
+func TestExpectationsUnsetKeyIsSatisfied(t *testing.T) {
+	g := NewWithT(t)
+	e := NewExpectations(time.Minute)
+
+	g.Expect(e.Satisfied(expKey)).To(BeTrue())
+
+	e.ExpectCreations("ns/other", 1)
+	g.Expect(e.Satisfied(expKey)).To(BeTrue(), "another key's expectations must not leak")
+	g.Expect(e.Satisfied("ns/other")).To(BeFalse())
+}
+
+func TestExpectationsCreations(t *testing.T) {
+	tests := []struct {
+		name     string
+		expect   int
+		observed int
+		want     bool
+	}{
+		{name: "zero expected", expect: 0, observed: 0, want: true},
+		{name: "none observed", expect: 3, observed: 0, want: false},
+		{name: "some observed", expect: 3, observed: 2, want: false},
+		{name: "all observed", expect: 3, observed: 3, want: true},
+		{name: "more observed than expected", expect: 3, observed: 5, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := NewExpectations(time.Minute)
+			e.ExpectCreations(expKey, tt.expect)
+			for range tt.observed {
+				e.CreationObserved(expKey)
+			}
+			g.Expect(e.Satisfied(expKey)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestExpectationsExtraCreationObservationsAreHarmless(t *testing.T) {
+	g := NewWithT(t)
+	e := NewExpectations(time.Minute)
+
+	// Observations for a key nothing is expected of must not create an entry
+	// that a later expectation would inherit.
+	e.CreationObserved(expKey)
+	g.Expect(e.items).NotTo(HaveKey(expKey))
+	g.Expect(e.Satisfied(expKey)).To(BeTrue())
+
+	e.ExpectCreations(expKey, 1)
+	for range 3 {
+		e.CreationObserved(expKey)
+	}
+	g.Expect(e.items[expKey].creations).To(BeZero(), "the count must not go negative")
+	g.Expect(e.Satisfied(expKey)).To(BeTrue())
+}
+
+func TestExpectationsDeletionsAreTrackedByUID(t *testing.T) {
+	tests := []struct {
+		name     string
+		expect   []types.UID
+		observed []types.UID
+		want     bool
+	}{
+		{name: "none expected", expect: nil, observed: nil, want: true},
+		{name: "none observed", expect: []types.UID{"a", "b"}, observed: nil, want: false},
+		{name: "all observed", expect: []types.UID{"a", "b"}, observed: []types.UID{"b", "a"}, want: true},
+		{name: "same UID observed twice counts once", expect: []types.UID{"a", "b"}, observed: []types.UID{"a", "a"}, want: false},
+		{name: "unknown UID counts nothing", expect: []types.UID{"a"}, observed: []types.UID{"z"}, want: false},
+		{name: "unknown UID among the expected ones", expect: []types.UID{"a"}, observed: []types.UID{"z", "a"}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := NewExpectations(time.Minute)
+			e.ExpectDeletions(expKey, tt.expect)
+			for _, uid := range tt.observed {
+				e.DeletionObserved(expKey, uid)
+			}
+			g.Expect(e.Satisfied(expKey)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestExpectationsTimeout(t *testing.T) {
+	const timeout = time.Minute
+	tests := []struct {
+		name    string
+		expect  func(*Expectations)
+		elapsed time.Duration
+		want    bool
+	}{
+		{name: "creation, just set", expect: expectOneCreation, elapsed: 0, want: false},
+		{name: "creation, before the timeout", expect: expectOneCreation, elapsed: timeout - time.Second, want: false},
+		{name: "creation, exactly at the timeout", expect: expectOneCreation, elapsed: timeout, want: false},
+		{name: "creation, past the timeout", expect: expectOneCreation, elapsed: timeout + time.Nanosecond, want: true},
+		{name: "deletion, before the timeout", expect: expectOneDeletion, elapsed: timeout - time.Second, want: false},
+		{name: "deletion, past the timeout", expect: expectOneDeletion, elapsed: timeout + time.Second, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			clock := unitNow
+			e := NewExpectations(timeout)
+			e.now = func() time.Time { return clock }
+
+			tt.expect(e)
+			clock = clock.Add(tt.elapsed)
+			g.Expect(e.Satisfied(expKey)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestExpectationsNewExpectationReplacesTheOld(t *testing.T) {
+	tests := []struct {
+		name   string
+		first  func(*Expectations)
+		second func(*Expectations)
+	}{
+		{
+			name:   "fewer creations",
+			first:  func(e *Expectations) { e.ExpectCreations(expKey, 5) },
+			second: expectOneCreation,
+		},
+		{
+			name:   "deletions after creations",
+			first:  func(e *Expectations) { e.ExpectCreations(expKey, 5) },
+			second: expectOneDeletion,
+		},
+		{
+			name:   "creations after deletions",
+			first:  func(e *Expectations) { e.ExpectDeletions(expKey, []types.UID{"x", "y"}) },
+			second: expectOneCreation,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := NewExpectations(time.Minute)
+			tt.first(e)
+			tt.second(e)
+			g.Expect(e.Satisfied(expKey)).To(BeFalse())
+
+			e.CreationObserved(expKey)
+			e.DeletionObserved(expKey, "a")
+			g.Expect(e.Satisfied(expKey)).To(BeTrue(), "only the second expectation should be waited for")
+		})
+	}
+}
+
+func TestExpectationsNewExpectationRestartsTheTimeout(t *testing.T) {
+	g := NewWithT(t)
+	clock := unitNow
+	e := NewExpectations(time.Minute)
+	e.now = func() time.Time { return clock }
+
+	expectOneCreation(e)
+	clock = clock.Add(50 * time.Second)
+	expectOneCreation(e)
+	clock = clock.Add(50 * time.Second)
+
+	g.Expect(e.Satisfied(expKey)).To(BeFalse())
+}
+
+func TestExpectationsForget(t *testing.T) {
+	g := NewWithT(t)
+	e := NewExpectations(time.Minute)
+	e.ExpectCreations(expKey, 2)
+	e.ExpectCreations("ns/other", 2)
+
+	e.Forget(expKey)
+
+	g.Expect(e.Satisfied(expKey)).To(BeTrue())
+	g.Expect(e.items).NotTo(HaveKey(expKey))
+	g.Expect(e.Satisfied("ns/other")).To(BeFalse(), "Forget must drop only its key")
+}
+
+func TestExpectationsConcurrentCreationObserved(t *testing.T) {
+	const n = 200
+	g := NewWithT(t)
+	e := NewExpectations(time.Minute)
+	e.ExpectCreations(expKey, n)
+
+	var wg sync.WaitGroup
+	for range n - 1 {
+		wg.Go(func() { e.CreationObserved(expKey) })
+	}
+	wg.Wait()
+	// A lost decrement would leave more than one creation pending here and
+	// the key unsatisfied after the last observation below.
+	g.Expect(e.Satisfied(expKey)).To(BeFalse())
+
+	e.CreationObserved(expKey)
+	g.Expect(e.Satisfied(expKey)).To(BeTrue())
+}
+
+func expectOneCreation(e *Expectations) { e.ExpectCreations(expKey, 1) }
+
+func expectOneDeletion(e *Expectations) { e.ExpectDeletions(expKey, []types.UID{"a"}) }

@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// webKey is the expectations key of the PodSet ns/web the events concern.
+const webKey = unitNamespace + "/web"
+
+func TestPodEventHandler(t *testing.T) {
+	owned := func(name string, opts ...podOption) *corev1.Pod {
+		return unitPod(name, append([]podOption{controlledByPodSet("web")}, opts...)...)
+	}
+	webLabel := map[string]string{LabelPodSet: "web"}
+
+	tests := []struct {
+		name          string
+		expect        func(*Expectations)
+		events        func(context.Context, *podEventHandler, queue)
+		wantQueue     []reconcile.Request
+		wantSatisfied bool
+	}{
+		{
+			name:   "create of owned pods observes each creation and queues the owner",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(owned("a")), q)
+				h.Create(ctx, createEvent(owned("b")), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: true,
+		},
+		{
+			name:   "one create observes one creation",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(owned("a")), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: false,
+		},
+		{
+			name:   "create of an orphan carrying a PodSet's name queues it, without counting as a creation",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(unitPod("a", withPodLabels(webLabel))), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: false,
+		},
+		{
+			name:   "create of an orphan without the label queues nothing",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))), q)
+			},
+			wantSatisfied: false,
+		},
+		{
+			name:   "create of a Deployment's pod queues nothing",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(unitPod("a", controlledBy("apps/v1", "ReplicaSet", "web"))), q)
+				h.Create(ctx, createEvent(unitPod("b", controlledBy("apps/v1", "Deployment", "web"))), q)
+			},
+			wantSatisfied: false,
+		},
+		{
+			name:   "create of a pod controlled by a PodSet of another API group queues nothing",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(unitPod("a", controlledBy("other.example.com/v1", "PodSet", "web"))), q)
+			},
+			wantSatisfied: false,
+		},
+		{
+			name:   "create of an owned pod already terminating observes its deletion, not a creation",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(owned("a", terminatingSince(unitNow))), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: true,
+		},
+		{
+			name:   "update setting deletionTimestamp observes the deletion",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(owned("a"), owned("a", withResourceVersion("2"), terminatingSince(unitNow))), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: true,
+		},
+		{
+			name:   "deletionTimestamp then delete event observe one deletion, not two",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid", "b-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				terminating := owned("a", withResourceVersion("2"), terminatingSince(unitNow))
+				h.Update(ctx, updateEvent(owned("a"), terminating), q)
+				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: terminating}, q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: false,
+		},
+		{
+			name:   "update with the same resourceVersion does nothing",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(owned("a"), owned("a", terminatingSince(unitNow))), q)
+			},
+			wantSatisfied: false,
+		},
+		{
+			name:   "update of an owned pod queues its owner, leaving expectations alone",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(owned("a"), owned("a", withResourceVersion("2"), readySince(unitNow))), q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: false,
+		},
+		{
+			name: "controller change queues the old and the new owner",
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(
+					unitPod("a", controlledByPodSet("old")),
+					unitPod("a", controlledByPodSet("new"), withResourceVersion("2")),
+				), q)
+			},
+			wantQueue: requests("old", "new"),
+		},
+		{
+			name: "release queues the old owner and the PodSet the pod is now labelled for",
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(
+					unitPod("a", controlledByPodSet("old"), withPodLabels(map[string]string{LabelPodSet: "old"})),
+					unitPod("a", withPodLabels(map[string]string{LabelPodSet: "other"}), withResourceVersion("2")),
+				), q)
+			},
+			wantQueue: requests("old", "other"),
+		},
+		{
+			name:   "delete of an owned pod observes its deletion",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: owned("a")}, q)
+			},
+			wantQueue:     requests("web"),
+			wantSatisfied: true,
+		},
+		{
+			name:   "delete of another PodSet's pod observes nothing for this one",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: unitPod("a", controlledByPodSet("other"))}, q)
+			},
+			wantQueue:     requests("other"),
+			wantSatisfied: false,
+		},
+		{
+			name:   "events for objects that are not pods are ignored",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				cm := &corev1.ConfigMap{}
+				cm.Namespace, cm.Name = unitNamespace, "web"
+				cm.OwnerReferences = unitPod("x", controlledByPodSet("web")).OwnerReferences
+				h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: cm}, q)
+				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: cm}, q)
+			},
+			wantSatisfied: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := NewExpectations(time.Hour)
+			if tt.expect != nil {
+				tt.expect(e)
+			}
+			h := &podEventHandler{expectations: e}
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+
+			tt.events(t.Context(), h, q)
+
+			if tt.wantQueue == nil {
+				g.Expect(drainQueue(q)).To(BeEmpty())
+			} else {
+				g.Expect(drainQueue(q)).To(ConsistOf(tt.wantQueue))
+			}
+			if tt.expect != nil {
+				g.Expect(e.Satisfied(webKey)).To(Equal(tt.wantSatisfied))
+			}
+		})
+	}
+}
+
+func createEvent(pod *corev1.Pod) event.TypedCreateEvent[client.Object] {
+	return event.TypedCreateEvent[client.Object]{Object: pod}
+}
+
+func updateEvent(oldPod, newPod *corev1.Pod) event.TypedUpdateEvent[client.Object] {
+	return event.TypedUpdateEvent[client.Object]{ObjectOld: oldPod, ObjectNew: newPod}
+}
+
+func requests(names ...string) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: unitNamespace, Name: n}})
+	}
+	return out
+}
+
+// drainQueue returns what is queued now; it never blocks, since Get is only
+// called while the queue holds something.
+func drainQueue(q queue) []reconcile.Request {
+	var out []reconcile.Request
+	for q.Len() > 0 {
+		item, _ := q.Get()
+		q.Done(item)
+		out = append(out, item)
+	}
+	return out
+}
