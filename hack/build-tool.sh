@@ -72,9 +72,15 @@ case "$tool" in
     go build -trimpath -ldflags "-s -w" -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok
     # kwok does nothing without Stage objects; keep the ones its module ships.
     src=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-    mkdir -p "$out/kwok-stages"
-    cp "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/node/heartbeat-with-lease/*.yaml \
-       "$src"/kustomize/stage/pod/fast/*.yaml "$out/kwok-stages/" 2>/dev/null || true
+    # Only the Stage documents: the kustomization.yaml next to them is not a
+    # kwok configuration. A missing Stage directory fails the build (no more
+    # silently empty kwok-stages/).
+    rm -rf "$out/kwok-stages" && mkdir -p "$out/kwok-stages"
+    for d in node/fast node/heartbeat-with-lease pod/fast; do
+      for f in "$src/kustomize/stage/$d"/*.yaml; do
+        [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" "$out/kwok-stages/"
+      done
+    done
     chmod -R u+w "$out/kwok-stages" ;;
   opm)
     wrapper github.com/operator-framework/operator-registry "$OPM_VERSION" github.com/operator-framework/operator-registry/cmd/opm

@@ -1,0 +1,50 @@
+// Command localcluster starts a local Kubernetes control plane with kwok
+// nodes (see test/localcluster), prints the KUBECONFIG to use, and stops
+// everything on Ctrl-C or SIGTERM.
+//
+//	go run ./hack/localcluster --bin-dir bin/k8s-v1.37.0-etcd-v3.6.16-kwok-v0.8.0
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+func main() {
+	var opts localcluster.Options
+	flag.StringVar(&opts.BinDir, "bin-dir", os.Getenv("K8S_BIN"), "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwok-stages/ (default $K8S_BIN)")
+	flag.StringVar(&opts.WorkDir, "work-dir", "", "directory for certificates, kubeconfig, data and logs, kept after exit (default: a temporary directory removed on exit)")
+	flag.BoolVar(&opts.KeepWorkDir, "keep", false, "keep the temporary work directory after exit, for reading the logs")
+	flag.IntVar(&opts.Nodes, "nodes", 3, "number of kwok nodes")
+	flag.IntVar(&opts.PodsPerNode, "pods-per-node", 5000, "pods capacity of each node")
+	cmQPS := flag.Float64("controller-manager-qps", 100, "kube-controller-manager --kube-api-qps")
+	schedQPS := flag.Float64("scheduler-qps", 200, "kube-scheduler client QPS")
+	flag.Parse()
+	opts.ControllerManagerQPS = float32(*cmQPS)
+	opts.SchedulerQPS = float32(*schedQPS)
+	opts.Out = os.Stderr
+
+	// The first signal starts an orderly stop; a second one (impatient
+	// Ctrl-C) restores the default action and kills us, and Pdeathsig then
+	// takes the children down.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	c, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("export KUBECONFIG=%s\n", c.KubeconfigPath())
+	fmt.Fprintln(os.Stderr, "local cluster running; press Ctrl-C to stop it")
+	<-ctx.Done()
+	stop()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,61 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Address ranges of the cluster. Pod IPs (handed out by kwok from each
+// node's spec.podCIDR) must not overlap the service range.
+const (
+	serviceCIDR    = "10.0.0.0/24"
+	firstServiceIP = "10.0.0.1"
+)
+
+// apiserverArgs configures kube-apiserver like a production control plane
+// where it matters to an operator (RBAC, service-account tokens, admission
+// plugins, Pod Security), and for loopback where it does not.
+func (c *Cluster) apiserverArgs() ([]string, error) {
+	args := []string{
+		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.apiserver),
+		// The default reconciler writes the advertise address into the
+		// "kubernetes" Endpoints and refuses a loopback one.
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--tls-cert-file=" + c.pki.path(serverCert),
+		"--tls-private-key-file=" + c.pki.path(serverKey),
+		"--client-ca-file=" + c.pki.path(caCertFile),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + c.pki.path(saPublicFile),
+		"--service-account-signing-key-file=" + c.pki.path(saPrivateFile),
+		// The defaults plus the plugin OpenShift enables: setting
+		// blockOwnerDeletion on an ownerReference then needs the "update"
+		// permission on the owner's finalizers subresource, as operators
+		// scaffolded by operator-sdk declare.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		"--cert-dir=" + filepath.Join(c.workDir, "apiserver"),
+		"--profiling=false",
+		"--v=1",
+	}
+	if len(c.opts.AuditPolicy) > 0 {
+		policy := filepath.Join(c.workDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, c.opts.AuditPolicy, 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args,
+			"--audit-policy-file="+policy,
+			"--audit-log-path="+c.AuditLogPath(),
+			"--audit-log-format=json",
+			// Write each event as it happens so a test can read the log
+			// right after its requests.
+			"--audit-log-mode=blocking",
+		)
+	}
+	return append(args, c.opts.APIServerArgs...), nil
+}

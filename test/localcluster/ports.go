@@ -1,0 +1,43 @@
+package localcluster
+
+import (
+	"fmt"
+	"net"
+)
+
+// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
+// ago. All listeners are held open together so the kernel cannot hand out the
+// same port twice, then released for the components to bind. Another process
+// could still grab one in between; Start detects that (a component exits or
+// never becomes ready) and retries with new ports.
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// clusterPorts are the loopback ports of one cluster.
+type clusterPorts struct {
+	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int
+}
+
+func pickPorts() (clusterPorts, error) {
+	p, err := freePorts(6)
+	if err != nil {
+		return clusterPorts{}, err
+	}
+	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5]}, nil
+}
