@@ -165,4 +165,3 @@ func processesMentioning(s string) []string {
 	}
 	return pids
 }
-

@@ -1,0 +1,264 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+// Generous timeouts: two slow cores run the whole control plane, the
+// operator and the test at once.
+const (
+	timeout = 2 * time.Minute
+	poll    = 250 * time.Millisecond
+)
+
+// podSetLabel is the label the operator puts on every pod of a PodSet.
+const podSetLabel = "app.example.com/podset"
+
+// kubectl runs the cluster's kubectl as the admin user, like a user typing
+// commands, and prints the command line.
+func kubectl(ctx context.Context, args ...string) (string, string, error) {
+	return kubectlIn(ctx, nil, args...)
+}
+
+func kubectlIn(ctx context.Context, stdin io.Reader, args ...string) (string, string, error) {
+	fmt.Printf("    $ kubectl %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, env.kubectlBin, args...)
+	cmd.Dir = env.repoRoot // so paths like config/samples/... work as typed
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.KubeconfigPath())
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if out := strings.TrimSpace(stdout.String() + stderr.String()); out != "" {
+		fmt.Println(indent(out))
+	}
+	if err != nil {
+		return stdout.String(), stderr.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+// mustKubectl runs kubectl and fails the test on error.
+func mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _, err := kubectl(t.Context(), args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func indent(s string) string {
+	return "      " + strings.ReplaceAll(s, "\n", "\n      ")
+}
+
+// newNamespace creates a namespace for one test, waits until pods can be
+// created in it, and deletes it when the test ends.
+func newNamespace(t *testing.T, name string, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	Expect(env.admin.Create(t.Context(), ns)).To(Succeed())
+	Expect(localcluster.WaitForDefaultServiceAccount(t.Context(), env.clientset, name)).To(Succeed())
+	t.Cleanup(func() {
+		// Namespace deletion cascades to PodSets and pods; not waiting for
+		// it keeps the suite fast, names are not reused.
+		_ = env.admin.Delete(context.Background(), ns)
+	})
+	return name
+}
+
+// livePods lists the PodSet's pods that count towards spec.replicas: not
+// terminating, not Succeeded or Failed.
+func livePods(g Gomega, ctx context.Context, ns, podset string) []corev1.Pod {
+	var list corev1.PodList
+	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: podset})).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range list.Items {
+		if isLive(&p) {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+func isLive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func isRunningAndReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func getPodSet(g Gomega, ctx context.Context, ns, name string) *appv1alpha1.PodSet {
+	ps := &appv1alpha1.PodSet{}
+	g.Expect(env.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ps)).To(Succeed())
+	return ps
+}
+
+// expectSettled waits until the PodSet has exactly replicas live pods, all
+// Running and Ready and controlled by it, and a status that reports them.
+func expectSettled(t *testing.T, ns, name string, replicas int) {
+	t.Helper()
+	step("waiting for %s/%s to settle at %d Running and Ready pods", ns, name, replicas)
+	Eventually(func(g Gomega) {
+		ps := getPodSet(g, t.Context(), ns, name)
+		pods := livePods(g, t.Context(), ns, name)
+		g.Expect(pods).To(HaveLen(replicas), "live pods")
+		var names []string
+		for i := range pods {
+			p := &pods[i]
+			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s is not Running and Ready", p.Name)
+			ref := metav1.GetControllerOf(p)
+			g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
+			g.Expect(ref.Kind).To(Equal("PodSet"))
+			g.Expect(ref.APIVersion).To(Equal(appv1alpha1.GroupVersion.String()))
+			g.Expect(ref.UID).To(Equal(ps.UID), "pod %s is controlled by another object", p.Name)
+			names = append(names, p.Name)
+		}
+		g.Expect(ps.Status.ObservedGeneration).To(Equal(ps.Generation), "observedGeneration")
+		g.Expect(ps.Status.Replicas).To(BeEquivalentTo(replicas), "status.replicas")
+		g.Expect(ps.Status.ReadyReplicas).To(BeEquivalentTo(replicas), "status.readyReplicas")
+		g.Expect(ps.Status.AvailableReplicas).To(BeEquivalentTo(replicas), "status.availableReplicas")
+		g.Expect(ps.Status.PodNames).To(ConsistOf(names), "status.podNames")
+		g.Expect(conditionStatus(ps, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue), "Available condition")
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+func conditionStatus(ps *appv1alpha1.PodSet, typ string) metav1.ConditionStatus {
+	for _, c := range ps.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// operatorProcess is the manager binary running as a separate process, as
+// `make run` runs it, but with the ServiceAccount's kubeconfig.
+type operatorProcess struct {
+	bin, kubeconfig, logPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (o *operatorProcess) start() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	logFile, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logFile, "----- operator started at %s -----\n", time.Now().Format(time.RFC3339Nano))
+	// Ports: metrics off, health probes on a port the kernel picks, so two
+	// suites on one machine do not collide.
+	cmd := exec.Command(o.bin, "--kubeconfig="+o.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "WATCH_NAMESPACE=")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	step("operator started (pid %d), log: %s", cmd.Process.Pid, o.logPath)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(done)
+	}()
+	o.cmd, o.done = cmd, done
+	return nil
+}
+
+// kill ends the operator abruptly (SIGKILL), as a node failure or OOM kill
+// would: no cleanup, no graceful shutdown of its workers.
+func (o *operatorProcess) kill() {
+	o.signal(syscall.SIGKILL)
+}
+
+// stop ends the operator gracefully.
+func (o *operatorProcess) stop() {
+	o.signal(syscall.SIGTERM)
+}
+
+func (o *operatorProcess) signal(sig syscall.Signal) {
+	o.mu.Lock()
+	cmd, done := o.cmd, o.done
+	o.cmd = nil
+	o.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	step("operator stopped with %s", sig)
+}
+
+// running reports whether the operator process is alive; a crashed operator
+// would make every later assertion time out with a less useful message.
+func (o *operatorProcess) running() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return false
+	}
+	select {
+	case <-o.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (o *operatorProcess) printLogTail(n int) {
+	f, err := os.Open(o.logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for s.Scan() {
+		lines = append(lines, s.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	fmt.Printf("----- last %d lines of %s -----\n%s\n", n, o.logPath, strings.Join(lines, "\n"))
+}
