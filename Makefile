@@ -196,6 +196,27 @@ test-olm: cluster-tools olm-tools build ## Install the operator through real OLM
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" MANAGER_BIN="$(LOCALBIN)/manager" \
 	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m
 
+##@ Local cluster and end-to-end
+
+# A control plane on loopback (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler) with kwok nodes: see docs/local-cluster.md.
+
+.PHONY: local-cluster
+local-cluster: cluster-tools ## Start a local cluster with kwok nodes, print its KUBECONFIG; Ctrl-C stops it.
+	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
+	$(LOCALBIN)/localcluster --bin-dir $(K8S_BIN)
+
+.PHONY: demo
+demo: cluster-tools build ## Run the operator on a local cluster, apply the sample, show the result; Ctrl-C stops everything.
+	$(GO) build -o $(LOCALBIN)/demo ./hack/demo
+	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager
+
+.PHONY: test-e2e
+test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC.
+	$(GO) vet -tags e2e ./test/...
+	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager KUSTOMIZE=$(KUSTOMIZE) \
+	  $(GO) test -tags e2e -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
+
 ##@ Tools (built from the Go module proxy into bin/)
 
 .PHONY: envtest-assets
