@@ -217,6 +217,23 @@ test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cl
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager KUSTOMIZE=$(KUSTOMIZE) \
 	  $(GO) test -tags e2e -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
+##@ Benchmarks
+
+# test/bench: PodSets against kube-controller-manager's ReplicaSet controller
+# on a local cluster, and a client creating the same pods directly. See
+# docs/benchmarks.md. BENCH_FLAGS adds flags, e.g. -shapes 10x100 -runs 1.
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: cluster-tools build ## Run the full benchmark (about 30 min on 2 cores); writes docs/benchmarks.json and docs/benchmarks.png.
+	$(GO) build -o $(LOCALBIN)/bench ./test/bench
+	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
+
+.PHONY: bench-smoke
+bench-smoke: cluster-tools build ## Run small benchmark shapes once; fails on overshoot or a wrong pod count (about 1 min).
+	$(GO) build -o $(LOCALBIN)/bench ./test/bench
+	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -smoke -out $(LOCALBIN)/bench-smoke $(BENCH_FLAGS)
+
 ##@ Tools (built from the Go module proxy into bin/)
 
 .PHONY: envtest-assets

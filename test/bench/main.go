@@ -1,0 +1,292 @@
+// Command bench measures the PodSet operator against the kube-controller-
+// manager's ReplicaSet controller on the same local cluster (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, see
+// test/localcluster), in the same run, and against a client creating the
+// same pods directly with no controller at all.
+//
+// For every shape (owners × replicas) and run it creates the owners of one
+// kind in a fresh namespace, with a pod watch started beforehand, and records
+// when every pod exists, when every pod is Ready, and when every owner's
+// status says so; then it scales every owner down by half. The two kinds
+// alternate which goes first. It prints a Markdown table of medians and
+// PodSet/ReplicaSet ratios, and writes benchmarks.json and benchmarks.png.
+//
+// `make bench` runs the full benchmark into docs/; `make bench-smoke` runs
+// small shapes once and exits non-zero when a PodSet ever had more live pods
+// than wanted, or created a pod more (or fewer) than wanted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+type shape struct{ owners, replicas int }
+
+func (s shape) String() string { return fmt.Sprintf("%dx%d", s.owners, s.replicas) }
+func (s shape) pods() int      { return s.owners * s.replicas }
+
+func parseShapes(v string) ([]shape, error) {
+	var out []shape
+	for f := range strings.SplitSeq(v, ",") {
+		o, r, ok := strings.Cut(strings.TrimSpace(f), "x")
+		owners, err1 := strconv.Atoi(o)
+		replicas, err2 := strconv.Atoi(r)
+		if !ok || err1 != nil || err2 != nil || owners < 1 || replicas < 1 {
+			return nil, fmt.Errorf("bad shape %q: want OWNERSxREPLICAS, e.g. 100x10", f)
+		}
+		out = append(out, shape{owners, replicas})
+	}
+	return out, nil
+}
+
+func main() {
+	os.Exit(run())
+}
+
+type options struct {
+	binDir, manager, crdDir, out, profileDir string
+	shapes                                   []shape
+	runs, nodes                              int
+	smoke, rss                               bool
+	rssShape                                 shape
+	rssForeign                               int
+	phaseTimeout                             time.Duration
+	operatorArgs                             []string
+}
+
+func parseFlags() (options, error) {
+	var o options
+	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes")
+	flag.IntVar(&o.runs, "runs", 3, "runs per shape and kind")
+	flag.StringVar(&o.out, "out", "docs", "directory for benchmarks.json and benchmarks.png")
+	flag.BoolVar(&o.smoke, "smoke", false, "small shapes (2x5,5x2), one run, no memory scenario; for CI")
+	flag.BoolVar(&o.rss, "rss", false, "also run the memory scenario: the operator owning -rss-shape pods among -rss-foreign pods it does not own")
+	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
+	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
+	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")
+	flag.StringVar(&o.manager, "manager", "bin/manager", "the operator binary")
+	flag.StringVar(&o.crdDir, "crd-dir", "config/crd/bases", "the CRD manifests")
+	flag.IntVar(&o.nodes, "nodes", 6, "kwok nodes, 5000 pod slots each")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "the longest one scale-up or scale-down may take")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "when set, run the operator with pprof and save a CPU profile of each PodSet scale-up and a heap profile after it here")
+	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
+	flag.Parse()
+	if o.smoke {
+		*shapes, o.runs, o.rss = "2x5,5x2", 1, false
+	}
+	var err error
+	if o.shapes, err = parseShapes(*shapes); err != nil {
+		return o, err
+	}
+	if o.rss {
+		if s, err := parseShapes(*rssShape); err != nil || len(s) != 1 {
+			return o, fmt.Errorf("bad -rss-shape %q", *rssShape)
+		} else {
+			o.rssShape = s[0]
+		}
+	}
+	if o.binDir == "" {
+		return o, fmt.Errorf("-bin-dir (or $K8S_BIN) is required")
+	}
+	o.operatorArgs = strings.Fields(*operatorArgs)
+	return o, nil
+}
+
+// bench holds what every phase uses.
+type bench struct {
+	opts    options
+	cs      kubernetes.Interface
+	dc      dynamic.Interface
+	op      *operator
+	kcmPID  int
+	logDir  string
+	workDir string
+}
+
+func run() int {
+	o, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	rep, err := benchmark(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Printf("\nbenchmark finished in %s\n", time.Since(began).Round(time.Second))
+	if bad := violations(rep); len(bad) > 0 {
+		fmt.Fprintln(os.Stderr, "bench: FAILED:")
+		for _, v := range bad {
+			fmt.Fprintln(os.Stderr, "  -", v)
+		}
+		return 1
+	}
+	return 0
+}
+
+// violations are the correctness failures: any PodSet run with more live
+// pods than wanted at any moment, with more or fewer pods created than
+// wanted, or that did not finish. Times are reported, not enforced: a timed
+// assertion on a shared 2-core machine would fail for reasons that are not
+// the operator's.
+func violations(r report) []string {
+	var out []string
+	for _, p := range r.Phases {
+		if p.Kind != "podset" {
+			continue
+		}
+		switch {
+		case p.Error != "":
+			out = append(out, fmt.Sprintf("PodSet %s run %d: %s", p.Shape, p.Run, p.Error))
+		case p.Overshoot != 0:
+			out = append(out, fmt.Sprintf("PodSet %s run %d: overshoot %d (max %d live pods, target %d)", p.Shape, p.Run, p.Overshoot, p.MaxLive, p.Target))
+		case p.Created != p.Target:
+			out = append(out, fmt.Sprintf("PodSet %s run %d: %d pods created, target %d", p.Shape, p.Run, p.Created, p.Target))
+		}
+	}
+	if r.RSS != nil && r.RSS.Error != "" {
+		out = append(out, "memory scenario: "+r.RSS.Error)
+	}
+	return out
+}
+
+func benchmark(ctx context.Context, o options) (report, error) {
+	rep := report{Config: benchSettings{
+		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst,
+		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism,
+	}}
+	for _, s := range o.shapes {
+		rep.Config.Shapes = append(rep.Config.Shapes, s.String())
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return rep, err
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return rep, err
+		}
+	}
+
+	c, err := startCluster(ctx, o.binDir, o.nodes)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stopping the cluster:", err)
+		}
+	}()
+	typedCfg, dynCfg := benchConfig(c)
+	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir()}
+	if b.cs, err = kubernetes.NewForConfig(typedCfg); err != nil {
+		return rep, err
+	}
+	if b.dc, err = dynamic.NewForConfig(dynCfg); err != nil {
+		return rep, err
+	}
+	if err := installCRDs(ctx, dynCfg, o.crdDir); err != nil {
+		return rep, err
+	}
+	rep.Machine = describeMachine()
+	if v, err := b.cs.Discovery().ServerVersion(); err == nil {
+		rep.Machine.Kubernetes = v.GitVersion
+	}
+	if b.kcmPID = findProcess(c.WorkDir(), "kube-controller-manager"); b.kcmPID == 0 {
+		fmt.Fprintln(os.Stderr, "bench: kube-controller-manager's PID not found; its CPU is not reported")
+	}
+	logf("cluster up: %s, %d kwok nodes; operator logs in %s", rep.Machine.Kubernetes, o.nodes, c.LogDir())
+
+	if b.op, err = startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator", o.profileDir != "", o.operatorArgs...); err != nil {
+		return rep, err
+	}
+	defer func() { b.op.stop() }()
+
+	for r := 1; r <= o.runs; r++ {
+		// The direct client, once per run and distinct pod count.
+		done := map[int]bool{}
+		for _, s := range o.shapes {
+			if !done[s.pods()] {
+				done[s.pods()] = true
+				rep.Phases = append(rep.Phases, b.directPhase(ctx, s.pods(), r))
+			}
+		}
+		for i, s := range o.shapes {
+			kinds := []string{"podset", "replicaset"}
+			if (r+i)%2 == 0 {
+				kinds[0], kinds[1] = kinds[1], kinds[0]
+			}
+			for k, kind := range kinds {
+				if err := ctx.Err(); err != nil {
+					return rep, err
+				}
+				rep.Phases = append(rep.Phases, b.ownerPhase(ctx, kind, s, r, k == 0))
+			}
+		}
+	}
+	rep.Medians = summarise(rep.Phases, o.shapes)
+
+	if o.rss {
+		b.op.stop()
+		res := b.rssScenario(ctx)
+		rep.RSS = &res
+		// Restart one for the deferred stop; the scenario stopped its own.
+		if b.op, err = startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator-after-rss", false); err != nil {
+			return rep, err
+		}
+	}
+
+	fmt.Println()
+	printTable(os.Stdout, rep.Medians)
+	if rep.RSS != nil {
+		fmt.Printf("\nmemory: operator peak RSS %.1f MiB owning %d pods (PodSets %s) among %d foreign pods (error: %q)\n",
+			rep.RSS.PeakRSSMiB, rep.RSS.OwnedPods, rep.RSS.Shape, rep.RSS.ForeignPods, rep.RSS.Error)
+	}
+	if err := writeJSON(filepath.Join(o.out, "benchmarks.json"), rep); err != nil {
+		return rep, err
+	}
+	if err := writeChart(filepath.Join(o.out, "benchmarks.png"), rep.Medians); err != nil {
+		return rep, err
+	}
+	logf("wrote %s and %s", filepath.Join(o.out, "benchmarks.json"), filepath.Join(o.out, "benchmarks.png"))
+	return rep, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryGiB = int((kb + 1<<19) >> 20)
+		}
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

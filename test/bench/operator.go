@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// operator is the manager binary running as a child process, as it runs in a
+// cluster: its own process, so that its RSS and CPU time are its own and its
+// client's request counter is not mixed with the benchmark's.
+type operator struct {
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	pprofURL   string
+	done       chan struct{}
+}
+
+// freePort asks the kernel for a free loopback port. Another process could
+// take it before the operator binds it; on loopback in a benchmark that is
+// unlikely enough, and the operator would then fail to start visibly.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startOperator runs the manager with the cluster-admin kubeconfig, plain
+// HTTP metrics on loopback, and pprof when withPprof. It returns once the
+// PodSet controller's workers run, i.e. its caches are synced, so that a
+// phase's clock does not include the operator's start.
+func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, withPprof bool, extraArgs ...string) (*operator, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		"--metrics-secure=false",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
+	}
+	op := &operator{
+		logPath:    filepath.Join(logDir, name+".log"),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		done:       make(chan struct{}),
+	}
+	if withPprof {
+		pprofPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+		op.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
+	}
+	args = append(args, extraArgs...)
+	logFile, err := os.Create(op.logPath)
+	if err != nil {
+		return nil, err
+	}
+	op.cmd = exec.Command(bin, args...)
+	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
+	// Its own process group, and killed with the benchmark if that dies.
+	op.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := op.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w (make bench builds it)", bin, err)
+	}
+	go func() { _ = op.cmd.Wait(); _ = logFile.Close(); close(op.done) }()
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case <-op.done:
+			return nil, fmt.Errorf("the operator exited during start; see %s", op.logPath)
+		case <-ctx.Done():
+			op.stop()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if data, _ := os.ReadFile(op.logPath); strings.Contains(string(data), `"Starting workers"`) && strings.Contains(string(data), `"controller":"podset"`) {
+			if _, err := op.scrape(); err == nil {
+				return op, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			op.stop()
+			return nil, fmt.Errorf("the operator did not start its workers within 2m; see %s", op.logPath)
+		}
+	}
+}
+
+func (o *operator) pid() int { return o.cmd.Process.Pid }
+
+func (o *operator) stop() {
+	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-o.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		<-o.done
+	}
+}
+
+// requestCounts is the operator's rest_client_requests_total by HTTP method.
+type requestCounts map[string]float64
+
+// writes sums the methods that change something on the API server.
+func (r requestCounts) writes() float64 {
+	return r["POST"] + r["PUT"] + r["PATCH"] + r["DELETE"]
+}
+
+// scrape reads rest_client_requests_total from the operator's metrics. The
+// Prometheus text format is simple enough to read line by line: a sample is
+// `name{label="value",...} number`.
+func (o *operator) scrape() (requestCounts, error) {
+	resp, err := http.Get(o.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", o.metricsURL, resp.Status)
+	}
+	counts := requestCounts{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad sample %q: %w", line, err)
+		}
+		counts[labelValue(line[:end], "method")] += v
+	}
+	return counts, sc.Err()
+}
+
+// labelValue extracts one label's value from `name{a="x",b="y"`.
+func labelValue(s, label string) string {
+	i := strings.Index(s, label+`="`)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(label)+2:]
+	if j := strings.IndexByte(s, '"'); j >= 0 {
+		return s[:j]
+	}
+	return ""
+}
+
+// profile saves one pprof profile (e.g. "heap", or "profile?seconds=20").
+func (o *operator) profile(kind, path string) error {
+	if o.pprofURL == "" {
+		return nil
+	}
+	resp, err := http.Get(o.pprofURL + "/" + kind)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s: %s", kind, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// procStats reads what the kernel accounts to a process.
+type procStats struct {
+	// CPU is user+system time.
+	CPU time.Duration
+	// RSS is the resident set now, HWM its peak since start or since the
+	// last resetPeak.
+	RSS, HWM int64
+}
+
+// clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat. It is
+// 100 on every Linux architecture Go supports (the kernel ABI fixes it).
+const clockTick = 10 * time.Millisecond
+
+func readProc(pid int) (procStats, error) {
+	var s procStats
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// The command name (field 2) may hold spaces; fields after it are
+	// counted from the closing parenthesis. utime and stime are fields 14
+	// and 15, i.e. the 12th and 13th after the name.
+	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(rest) < 13 {
+		return s, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, _ := strconv.ParseInt(rest[11], 10, 64)
+	stime, _ := strconv.ParseInt(rest[12], 10, 64)
+	s.CPU = time.Duration(utime+stime) * clockTick
+
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			s.RSS = kb << 10
+		case "VmHWM:":
+			s.HWM = kb << 10
+		}
+	}
+	return s, nil
+}
+
+// resetPeak resets the kernel's VmHWM of a process to its current RSS
+// (clear_refs value 5, Linux >= 4.0), so that the next reading is the peak
+// of one phase rather than of the process's life.
+func resetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// rssSampler samples VmRSS while a phase runs, as a cross-check of VmHWM
+// (which the kernel updates lazily, per page-table sync, and which a failed
+// clear_refs would leave at the lifetime peak).
+type rssSampler struct {
+	once sync.Once
+	mu   sync.Mutex
+	max  int64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func sampleRSS(pid int, every time.Duration) *rssSampler {
+	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if st, err := readProc(pid); err == nil {
+				s.mu.Lock()
+				s.max = max(s.max, st.RSS)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// finish stops the sampling (once; later calls only read) and returns the
+// largest RSS seen.
+func (s *rssSampler) finish() int64 {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// settle is how long a phase waits, once its target is reached, before it
+// reads the operator's request counter: the event recorder writes
+// asynchronously, and its writes belong to the phase.
+const settle = 2 * time.Second
+
+// cleanupTimeout bounds the wait for a namespace's pods to be gone.
+const cleanupTimeout = 5 * time.Minute
+
+// waitUntil polls cond until it holds. The watchers timestamp what they see
+// themselves, so the polling period does not affect the measurements.
+func waitUntil(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// ownerPhase runs one kind of owner (podset or replicaset) at one shape:
+// scale up from nothing, then down by half.
+func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, first bool) phaseResult {
+	res := phaseResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Run: run, WentFirst: first, Target: s.pods()}
+	ns := fmt.Sprintf("bench-%s-%s-r%d", kind, s, run)
+	logf("%s %s run %d: starting in namespace %s", kind, s, run, ns)
+	if err := b.ownerPhaseIn(ctx, ns, &res); err != nil {
+		res.Error = err.Error()
+		logf("%s %s run %d: ERROR %v", kind, s, run, err)
+	} else {
+		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs; max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB",
+			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB)
+	}
+	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
+		res.Error = "cleanup: " + err.Error()
+	}
+	return res
+}
+
+func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) error {
+	if err := createNamespace(ctx, b.cs, ns); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pw, err := watchPods(wctx, b.cs, ns)
+	if err != nil {
+		return err
+	}
+	var (
+		driver ownerDriver
+		ow     *ownerWatcher
+		cpuPID int
+	)
+	isPodSet := res.Kind == "podset"
+	if isPodSet {
+		driver, cpuPID = podSetDriver{b.dc}, b.op.pid()
+		ow, err = watchOwners(wctx, b.dc, podSetGVR, ns)
+	} else {
+		driver, cpuPID = replicaSetDriver{b.cs}, b.kcmPID
+		ow, err = watchOwners(wctx, b.dc, replicaSetGVR, ns)
+	}
+	if err != nil {
+		return err
+	}
+
+	// Baselines: the operator's request counter, peak RSS and CPU time.
+	before, err := b.op.scrape()
+	if err != nil {
+		return err
+	}
+	peakReset := resetPeak(b.op.pid()) == nil
+	sampler := sampleRSS(b.op.pid(), 100*time.Millisecond)
+	defer sampler.finish()
+	var cpuBefore procStats
+	if cpuPID > 0 {
+		cpuBefore, _ = readProc(cpuPID)
+	}
+	profileBase := filepath.Join(b.opts.profileDir, fmt.Sprintf("%s-r%d", res.Shape, res.Run))
+	var profileDone chan error
+	if isPodSet && b.opts.profileDir != "" {
+		profileDone = make(chan error, 1)
+		go func() { profileDone <- b.op.profile("profile?seconds=15", profileBase+"-cpu.pprof") }()
+	}
+
+	// Scale up from nothing.
+	start := time.Now()
+	pw.expectScaleUp(start, res.Target)
+	ow.expect(start, res.Owners, int64(res.Replicas))
+	if err := driver.create(ctx, ns, res.Owners, res.Replicas); err != nil {
+		return fmt.Errorf("creating owners: %w", err)
+	}
+	if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod Ready and every status caught up", func() bool {
+		return pw.counts().allReady > 0 && ow.caughtUpAfter() > 0
+	}); err != nil {
+		c := pw.counts()
+		return fmt.Errorf("%w (created %d, live %d, ready %d of %d)", err, c.created, c.live, c.readyLive, res.Target)
+	}
+	up := pw.counts()
+	res.AllCreatedS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allReady), secs(ow.caughtUpAfter())
+	time.Sleep(settle)
+	mid, err := b.op.scrape()
+	if err != nil {
+		return err
+	}
+	if profileDone != nil {
+		if err := errors.Join(<-profileDone, b.op.profile("heap", profileBase+"-heap.pprof")); err != nil {
+			logf("profiling: %v", err)
+		}
+	}
+
+	// Scale every owner down by half (1 → 0).
+	down := res.Replicas / 2
+	wantLive := res.Owners * down
+	start = time.Now()
+	pw.expectScaleDown(start, wantLive)
+	ow.expect(start, res.Owners, int64(down))
+	if err := driver.scale(ctx, ns, res.Owners, down); err != nil {
+		return fmt.Errorf("scaling owners down: %w", err)
+	}
+	if err := waitUntil(ctx, b.opts.phaseTimeout, "scale-down", func() bool {
+		return pw.counts().liveReached > 0 && ow.caughtUpAfter() > 0
+	}); err != nil {
+		return err
+	}
+	res.ScaleDownS = secs(max(pw.counts().liveReached, ow.caughtUpAfter()))
+	time.Sleep(settle)
+	after, err := b.op.scrape()
+	if err != nil {
+		return err
+	}
+
+	final := pw.counts()
+	res.MaxLive, res.Created = final.maxLive, final.created
+	res.Overshoot = max(0, final.maxLive-res.Target)
+	if cpuPID > 0 {
+		if st, err := readProc(cpuPID); err == nil {
+			res.ControllerCPUS = (st.CPU - cpuBefore.CPU).Seconds()
+		}
+	}
+	if isPodSet {
+		res.WritesUp = mid.writes() - before.writes()
+		res.WritesDown = after.writes() - mid.writes()
+		res.WritesByMethodUp = map[string]float64{}
+		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+			res.WritesByMethodUp[m] = mid[m] - before[m]
+		}
+		if up.created > 0 {
+			res.WritesPerPod = res.WritesUp / float64(up.created)
+		}
+		if deleted := res.Target - wantLive; deleted > 0 {
+			res.WritesPerDeleted = res.WritesDown / float64(deleted)
+		}
+		peak := sampler.finish()
+		if st, err := readProc(b.op.pid()); err == nil && peakReset {
+			peak = max(peak, st.HWM)
+		}
+		res.OperatorPeakRSSMiB = float64(peak) / (1 << 20)
+	}
+	return nil
+}
+
+// directPhase creates pods with no controller: the floor every controller's
+// "all created" and "all Ready" times sit on.
+func (b *bench) directPhase(ctx context.Context, pods, run int) phaseResult {
+	res := phaseResult{Kind: "direct", Shape: fmt.Sprintf("%dx1-direct", pods), Owners: 0, Replicas: 1, Run: run, Target: pods}
+	ns := fmt.Sprintf("bench-direct-%d-r%d", pods, run)
+	logf("direct %d pods run %d: starting in namespace %s", pods, run, ns)
+	err := func() error {
+		if err := createNamespace(ctx, b.cs, ns); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		pw, err := watchPods(wctx, b.cs, ns)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		pw.expectScaleUp(start, pods)
+		if err := createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil); err != nil {
+			return err
+		}
+		if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod Ready", func() bool { return pw.counts().allReady > 0 }); err != nil {
+			return err
+		}
+		c := pw.counts()
+		res.AllCreatedS, res.AllReadyS, res.MaxLive, res.Created = secs(c.allCreated), secs(c.allReady), c.maxLive, c.created
+		return nil
+	}()
+	if err != nil {
+		res.Error = err.Error()
+		logf("direct run %d: ERROR %v", run, err)
+	} else {
+		logf("direct %d pods run %d: created %.2fs ready %.2fs", pods, run, res.AllCreatedS, res.AllReadyS)
+	}
+	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
+		res.Error = "cleanup: " + err.Error()
+	}
+	return res
+}
+
+// rssScenario measures the operator's peak memory over its whole life while
+// it comes to own rssShape's pods in a cluster that also holds rssForeign
+// pods it does not own (no managed-by label: its cache never holds them).
+// A fresh operator process, so VmHWM is the peak of exactly this scenario.
+func (b *bench) rssScenario(ctx context.Context) rssResult {
+	o := b.opts
+	res := rssResult{OwnedPods: o.rssShape.pods(), ForeignPods: o.rssForeign, Shape: o.rssShape.String()}
+	op, err := startOperator(ctx, o.manager, filepath.Join(b.workDir, "kubeconfig"), b.logDir, "operator-rss", o.profileDir != "", o.operatorArgs...)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer op.stop()
+	sampler := sampleRSS(op.pid(), 100*time.Millisecond)
+	err = func() error {
+		logf("memory: creating %d foreign pods", o.rssForeign)
+		if err := createNamespace(ctx, b.cs, "rss-foreign"); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		fw, err := watchPods(wctx, b.cs, "rss-foreign")
+		if err != nil {
+			return err
+		}
+		fw.expectScaleUp(time.Now(), o.rssForeign)
+		if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
+			return err
+		}
+		if err := waitUntil(ctx, b.opts.phaseTimeout, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {
+			return err
+		}
+		logf("memory: creating PodSets %s", o.rssShape)
+		if err := createNamespace(ctx, b.cs, "rss-owned"); err != nil {
+			return err
+		}
+		ow, err := watchOwners(wctx, b.dc, podSetGVR, "rss-owned")
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		ow.expect(start, o.rssShape.owners, int64(o.rssShape.replicas))
+		if err := (podSetDriver{b.dc}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas); err != nil {
+			return err
+		}
+		if err := waitUntil(ctx, 2*b.opts.phaseTimeout, "owned PodSets caught up", func() bool { return ow.caughtUpAfter() > 0 }); err != nil {
+			return err
+		}
+		res.SettledS = secs(ow.caughtUpAfter())
+		// Steady state for a while: resyncs, late events.
+		time.Sleep(10 * time.Second)
+		if o.profileDir != "" {
+			if err := op.profile("heap", filepath.Join(o.profileDir, "rss-heap.pprof")); err != nil {
+				logf("profiling: %v", err)
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		res.Error = err.Error()
+	}
+	peak := sampler.finish()
+	if st, err := readProc(op.pid()); err == nil {
+		peak = max(peak, st.HWM)
+		res.FinalRSSMiB = float64(st.RSS) / (1 << 20)
+		res.CPUS = st.CPU.Seconds()
+	}
+	res.PeakRSSMiB = float64(peak) / (1 << 20)
+	logf("memory: peak RSS %.1f MiB, at end %.1f MiB, CPU %.1fs, owned PodSets caught up after %.1fs", res.PeakRSSMiB, res.FinalRSSMiB, res.CPUS, res.SettledS)
+	for _, ns := range []string{"rss-owned", "rss-foreign"} {
+		if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
+			res.Error = "cleanup: " + err.Error()
+		}
+	}
+	return res
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// phaseResult is what one phase (one kind of controller, one shape, one
+// run) measured. Durations are seconds from the first owner's create call
+// (scale-up) or the first scale patch (scale-down).
+type phaseResult struct {
+	Kind     string `json:"kind"` // podset, replicaset or direct
+	Shape    string `json:"shape"`
+	Owners   int    `json:"owners"`
+	Replicas int    `json:"replicas"`
+	Run      int    `json:"run"`
+	// WentFirst: this kind ran before the other in this shape and run.
+	WentFirst bool `json:"wentFirst"`
+	Target    int  `json:"targetPods"`
+
+	AllCreatedS float64 `json:"allCreatedSeconds"`
+	AllReadyS   float64 `json:"allReadySeconds"`
+	StatusS     float64 `json:"statusCaughtUpSeconds,omitempty"`
+	ScaleDownS  float64 `json:"scaleDownSeconds,omitempty"`
+
+	// MaxLive is the most live pods seen at once; Overshoot how far that
+	// exceeded the target; Created the distinct pods ever created.
+	MaxLive   int `json:"maxLivePods"`
+	Overshoot int `json:"overshoot"`
+	Created   int `json:"podsCreated"`
+
+	// Operator only: its API writes (POST, PUT, PATCH, DELETE) during the
+	// scale-up and per pod created, during the scale-down and per pod
+	// deleted.
+	WritesUp           float64 `json:"operatorWritesScaleUp,omitempty"`
+	WritesPerPod       float64 `json:"operatorWritesPerCreatedPod,omitempty"`
+	WritesDown         float64 `json:"operatorWritesScaleDown,omitempty"`
+	WritesPerDeleted   float64 `json:"operatorWritesPerDeletedPod,omitempty"`
+	WritesByMethodUp   map[string]float64 `json:"operatorWritesByMethodScaleUp,omitempty"`
+	OperatorPeakRSSMiB float64            `json:"operatorPeakRSSMiB,omitempty"`
+	// ControllerCPUS is the CPU time of the process that did the work over
+	// the whole phase: the operator for PodSets, kube-controller-manager
+	// (all of its controllers) for ReplicaSets.
+	ControllerCPUS float64 `json:"controllerCPUSeconds,omitempty"`
+
+	Error string `json:"error,omitempty"`
+}
+
+// rssResult is the memory scenario's outcome.
+type rssResult struct {
+	OwnedPods   int     `json:"ownedPods"`
+	ForeignPods int     `json:"foreignPods"`
+	Shape       string  `json:"podSetShape"`
+	PeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
+	FinalRSSMiB float64 `json:"operatorRSSAtEndMiB"`
+	CPUS        float64 `json:"operatorCPUSeconds"`
+	SettledS    float64 `json:"ownedStatusCaughtUpSeconds"`
+	Error       string  `json:"error,omitempty"`
+}
+
+type machine struct {
+	CPUs       int    `json:"cpus"`
+	MemoryGiB  int    `json:"memoryGiB"`
+	GoVersion  string `json:"goVersion"`
+	Kubernetes string `json:"kubernetes"`
+	CPUModel   string `json:"cpuModel,omitempty"`
+	Date       string `json:"date"`
+}
+
+type report struct {
+	Machine machine       `json:"machine"`
+	Config  benchSettings `json:"settings"`
+	Phases  []phaseResult `json:"phases"`
+	Medians []medianRow   `json:"medians"`
+	RSS     *rssResult    `json:"rss,omitempty"`
+}
+
+type benchSettings struct {
+	Shapes                  []string `json:"shapes"`
+	Runs                    int      `json:"runs"`
+	Nodes                   int      `json:"kwokNodes"`
+	ComponentQPS            int      `json:"controllerManagerAndSchedulerQPS"`
+	ComponentBurst          int      `json:"controllerManagerAndSchedulerBurst"`
+	OperatorArgs            []string `json:"operatorArgs"`
+	ClientParallelism       int      `json:"benchClientParallelism"`
+	MaxConcurrentReconciles string   `json:"note,omitempty"`
+}
+
+// medianRow is one figure of one shape: the medians per kind and the
+// PodSet/ReplicaSet ratio.
+type medianRow struct {
+	Shape      string  `json:"shape"`
+	Figure     string  `json:"figure"`
+	PodSet     float64 `json:"podset"`
+	ReplicaSet float64 `json:"replicaset"`
+	Direct     float64 `json:"direct,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
+	// Max is the worst run's value, for figures whose target is "in every
+	// run" (overshoot, created).
+	PodSetMax float64 `json:"podsetMax"`
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// figures are the per-phase numbers summarised, in table order.
+var figures = []struct {
+	name   string
+	get    func(phaseResult) float64
+	ratio  bool // a PodSet/ReplicaSet ratio means something
+	direct bool // the direct client has this figure
+}{
+	{"all pods created (s)", func(p phaseResult) float64 { return p.AllCreatedS }, true, true},
+	{"all pods Ready (s)", func(p phaseResult) float64 { return p.AllReadyS }, true, true},
+	{"status caught up (s)", func(p phaseResult) float64 { return p.StatusS }, true, false},
+	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, false},
+	{"overshoot (pods)", func(p phaseResult) float64 { return float64(p.Overshoot) }, false, false},
+	{"pods created - target", func(p phaseResult) float64 { return float64(p.Created - p.Target) }, false, false},
+	{"operator writes per created pod", func(p phaseResult) float64 { return p.WritesPerPod }, false, false},
+	{"operator writes per deleted pod", func(p phaseResult) float64 { return p.WritesPerDeleted }, false, false},
+	{"operator peak RSS (MiB)", func(p phaseResult) float64 { return p.OperatorPeakRSSMiB }, false, false},
+	{"controller CPU (s)", func(p phaseResult) float64 { return p.ControllerCPUS }, true, false},
+}
+
+func summarise(phases []phaseResult, shapes []shape) []medianRow {
+	var rows []medianRow
+	collect := func(kind string, s shape, get func(phaseResult) float64) []float64 {
+		var xs []float64
+		for _, p := range phases {
+			// The direct client's run of the same number of pods stands
+			// for every shape of that total.
+			same := p.Shape == s.String() || (kind == "direct" && p.Target == s.pods())
+			if p.Kind == kind && same && p.Error == "" {
+				xs = append(xs, get(p))
+			}
+		}
+		return xs
+	}
+	for _, shape := range shapes {
+		for _, f := range figures {
+			ps := collect("podset", shape, f.get)
+			row := medianRow{Shape: shape.String(), Figure: f.name, PodSet: median(ps), ReplicaSet: median(collect("replicaset", shape, f.get))}
+			for _, x := range ps {
+				row.PodSetMax = max(row.PodSetMax, x)
+			}
+			if f.direct {
+				row.Direct = median(collect("direct", shape, f.get))
+			}
+			if f.ratio && row.ReplicaSet > 0 {
+				row.Ratio = row.PodSet / row.ReplicaSet
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func fmtNum(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "—"
+	case x == math.Trunc(x) && math.Abs(x) < 1e6:
+		return fmt.Sprintf("%.0f", x)
+	default:
+		return fmt.Sprintf("%.2f", x)
+	}
+}
+
+// printTable writes the medians as a Markdown table, ready for
+// docs/benchmarks.md.
+func printTable(w io.Writer, rows []medianRow) {
+	fmt.Fprintln(w, "| shape | figure | PodSet | ReplicaSet | PodSet/ReplicaSet | direct client | PodSet worst run |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		ratio, direct := "", ""
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", r.Ratio)
+		}
+		if r.Direct > 0 {
+			direct = fmtNum(r.Direct)
+		}
+		rs := fmtNum(r.ReplicaSet)
+		if strings.HasPrefix(r.Figure, "operator") {
+			rs = "n/a"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Shape, r.Figure, fmtNum(r.PodSet), rs, ratio, direct, fmtNum(r.PodSetMax))
+	}
+}
+
+func writeJSON(path string, r report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// writeChart renders the median times per shape: one group of bars per
+// (shape, figure), PodSet, ReplicaSet and the direct client side by side.
+func writeChart(path string, rows []medianRow) error {
+	var labels []string
+	var psVals, rsVals, directVals plotter.Values
+	for _, r := range rows {
+		if !strings.HasSuffix(r.Figure, "(s)") || strings.HasPrefix(r.Figure, "controller") {
+			continue
+		}
+		labels = append(labels, r.Shape+"\n"+strings.TrimSuffix(r.Figure, " (s)"))
+		psVals = append(psVals, zeroNaN(r.PodSet))
+		rsVals = append(rsVals, zeroNaN(r.ReplicaSet))
+		directVals = append(directVals, zeroNaN(r.Direct))
+	}
+	if len(labels) == 0 {
+		return fmt.Errorf("nothing to plot")
+	}
+	p := plot.New()
+	p.Title.Text = "PodSet operator vs ReplicaSet controller (median seconds, lower is better)"
+	p.Y.Label.Text = "seconds"
+	w := vg.Points(9)
+	for i, s := range []struct {
+		name string
+		vals plotter.Values
+		c    color.RGBA
+	}{
+		{"PodSet (operator)", psVals, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}},
+		{"ReplicaSet (kube-controller-manager)", rsVals, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}},
+		{"direct client, no controller", directVals, color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 255}},
+	} {
+		bars, err := plotter.NewBarChart(s.vals, w)
+		if err != nil {
+			return err
+		}
+		bars.Color = s.c
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(i-1)
+		p.Add(bars)
+		p.Legend.Add(s.name, bars)
+	}
+	p.Legend.Top = true
+	p.NominalX(labels...)
+	p.X.Tick.Label.Font.Size = vg.Points(7)
+	width := vg.Length(len(labels)) * 0.75 * vg.Inch
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return p.Save(max(width, 8*vg.Inch), 5*vg.Inch, path)
+}
+
+func zeroNaN(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
+}
