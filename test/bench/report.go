@@ -43,10 +43,10 @@ type phaseResult struct {
 	// Operator only: its API writes (POST, PUT, PATCH, DELETE) during the
 	// scale-up and per pod created, during the scale-down and per pod
 	// deleted.
-	WritesUp           float64 `json:"operatorWritesScaleUp,omitempty"`
-	WritesPerPod       float64 `json:"operatorWritesPerCreatedPod,omitempty"`
-	WritesDown         float64 `json:"operatorWritesScaleDown,omitempty"`
-	WritesPerDeleted   float64 `json:"operatorWritesPerDeletedPod,omitempty"`
+	WritesUp           float64            `json:"operatorWritesScaleUp,omitempty"`
+	WritesPerPod       float64            `json:"operatorWritesPerCreatedPod,omitempty"`
+	WritesDown         float64            `json:"operatorWritesScaleDown,omitempty"`
+	WritesPerDeleted   float64            `json:"operatorWritesPerDeletedPod,omitempty"`
 	WritesByMethodUp   map[string]float64 `json:"operatorWritesByMethodScaleUp,omitempty"`
 	OperatorPeakRSSMiB float64            `json:"operatorPeakRSSMiB,omitempty"`
 	// ControllerCPUS is the CPU time of the process that did the work over
