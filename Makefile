@@ -84,8 +84,8 @@ verify-generated: generate manifests ## Fail when generated files differ from wh
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run the unit and envtest integration tests against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test ./api/... ./controllers/... . -coverprofile cover.out
+test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suite (real kube-apiserver and etcd), with the race detector.
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test -race ./api/... ./controllers/... ./test/bundle/... . -coverprofile cover.out
 
 ##@ Build
 

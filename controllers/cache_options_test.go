@@ -25,7 +25,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 	g.Expect(podCache).NotTo(BeNil(), "no ByObject entry for pods")
 	g.Expect(podCache.Label).NotTo(BeNil())
 	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
-	g.Expect(podCache.Label.Matches(labels.Set(podLabels(unitPodSet("web", 1))))).To(BeTrue())
+	g.Expect(podCache.Label.Matches(labels.Set(podLabels(unitPodSet(1))))).To(BeTrue())
 	g.Expect(podCache.Label.Matches(labels.Set{LabelPodSet: "web", LabelName: NameValue})).To(BeFalse())
 	g.Expect(podCache.Field).To(BeNil())
 }

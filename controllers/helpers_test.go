@@ -88,8 +88,9 @@ func terminatingSince(t time.Time) podOption {
 	return func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(t)) }
 }
 
-func withResourceVersion(rv string) podOption {
-	return func(p *corev1.Pod) { p.ResourceVersion = rv }
+// newerResourceVersion marks a pod as changed since unitPod built it.
+func newerResourceVersion() podOption {
+	return func(p *corev1.Pod) { p.ResourceVersion = "2" }
 }
 
 func withPodLabels(l map[string]string) podOption {
@@ -115,7 +116,8 @@ func controlledBy(apiVersion, kind, name string) podOption {
 	}
 }
 
-func unitPodSet(name string, replicas int32) *appv1alpha1.PodSet {
+func unitPodSet(replicas int32) *appv1alpha1.PodSet {
+	const name = "web"
 	return &appv1alpha1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,

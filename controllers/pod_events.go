@@ -120,7 +120,13 @@ func podSetOwner(pod *corev1.Pod) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
 }
 
+// enqueueLabelledPodSet queues the PodSet an orphan's label names, the one
+// that may adopt it. Pods controlled by something else are none of its
+// business.
 func enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
+	if metav1.GetControllerOf(pod) != nil {
+		return
+	}
 	if name := pod.Labels[LabelPodSet]; name != "" {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}})
 	}

@@ -96,7 +96,7 @@ func TestPodEventHandler(t *testing.T) {
 			name:   "update setting deletionTimestamp observes the deletion",
 			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
-				h.Update(ctx, updateEvent(owned("a"), owned("a", withResourceVersion("2"), terminatingSince(unitNow))), q)
+				h.Update(ctx, updateEvent(owned("a"), owned("a", newerResourceVersion(), terminatingSince(unitNow))), q)
 			},
 			wantQueue:     requests("web"),
 			wantSatisfied: true,
@@ -105,7 +105,7 @@ func TestPodEventHandler(t *testing.T) {
 			name:   "deletionTimestamp then delete event observe one deletion, not two",
 			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid", "b-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
-				terminating := owned("a", withResourceVersion("2"), terminatingSince(unitNow))
+				terminating := owned("a", newerResourceVersion(), terminatingSince(unitNow))
 				h.Update(ctx, updateEvent(owned("a"), terminating), q)
 				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: terminating}, q)
 			},
@@ -124,7 +124,7 @@ func TestPodEventHandler(t *testing.T) {
 			name:   "update of an owned pod queues its owner, leaving expectations alone",
 			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
-				h.Update(ctx, updateEvent(owned("a"), owned("a", withResourceVersion("2"), readySince(unitNow))), q)
+				h.Update(ctx, updateEvent(owned("a"), owned("a", newerResourceVersion(), readySince(unitNow))), q)
 			},
 			wantQueue:     requests("web"),
 			wantSatisfied: false,
@@ -134,7 +134,7 @@ func TestPodEventHandler(t *testing.T) {
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(
 					unitPod("a", controlledByPodSet("old")),
-					unitPod("a", controlledByPodSet("new"), withResourceVersion("2")),
+					unitPod("a", controlledByPodSet("new"), newerResourceVersion()),
 				), q)
 			},
 			wantQueue: requests("old", "new"),
@@ -144,7 +144,7 @@ func TestPodEventHandler(t *testing.T) {
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(
 					unitPod("a", controlledByPodSet("old"), withPodLabels(map[string]string{LabelPodSet: "old"})),
-					unitPod("a", withPodLabels(map[string]string{LabelPodSet: "other"}), withResourceVersion("2")),
+					unitPod("a", withPodLabels(map[string]string{LabelPodSet: "other"}), newerResourceVersion()),
 				), q)
 			},
 			wantQueue: requests("old", "other"),

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -49,10 +51,11 @@ func newPod(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
 	}
 
 	container := corev1.Container{
-		Name:            operandContainerName,
-		Image:           image,
-		Command:         command,
-		Args:            ps.Spec.Args,
+		Name:  operandContainerName,
+		Image: image,
+		// Copies: the pod must not share memory with the cached PodSet.
+		Command:         slices.Clone(command),
+		Args:            slices.Clone(ps.Spec.Args),
 		Env:             envVars(ps.Spec.Env),
 		Resources:       resources(ps.Spec.Resources),
 		SecurityContext: restrictedContainerSecurityContext(),

@@ -17,7 +17,7 @@ const managerDefaultImage = "registry.example.com/operand@sha256:0123"
 
 func TestNewPodMetadata(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 3)
+	ps := unitPodSet(3)
 
 	pod := newPod(ps, managerDefaultImage)
 
@@ -84,7 +84,7 @@ func TestNewPodImageAndCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet("web", 1)
+			ps := unitPodSet(1)
 			ps.Spec.Image = tt.image
 			ps.Spec.Command = tt.command
 
@@ -104,7 +104,7 @@ func TestNewPodImageAndCommand(t *testing.T) {
 
 func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 1)
+	ps := unitPodSet(1)
 	ps.Spec.Args = []string{"--port", "8080"}
 	ps.Spec.Env = []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "EMPTY"}}
 	ps.Spec.Resources = &appv1alpha1.Resources{
@@ -131,7 +131,7 @@ func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 func TestNewPodWithoutEnvOrResources(t *testing.T) {
 	g := NewWithT(t)
 
-	c := newPod(unitPodSet("web", 1), managerDefaultImage).Spec.Containers[0]
+	c := newPod(unitPodSet(1), managerDefaultImage).Spec.Containers[0]
 
 	g.Expect(c.Env).To(BeNil())
 	g.Expect(c.Args).To(BeNil())
@@ -141,7 +141,7 @@ func TestNewPodWithoutEnvOrResources(t *testing.T) {
 
 func TestNewPodRunsUnderTheRestrictedProfile(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 1)
+	ps := unitPodSet(1)
 
 	pod := newPod(ps, managerDefaultImage)
 
@@ -194,7 +194,7 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet("web", 1)
+			ps := unitPodSet(1)
 			tt.mutate(ps)
 
 			pod := newPod(ps, managerDefaultImage)

@@ -61,7 +61,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, n int
 	// before the create calls return.
 	r.Expectations.ExpectCreations(s.key, n)
 	var created atomic.Int32
-	_, err := slowStartBatch(n, slowStartInitialBatch, func() error {
+	_, err := slowStartBatch(n, func() error {
 		pod := newPod(ps, r.DefaultImage)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err

@@ -13,9 +13,9 @@ const slowStartInitialBatch = 1
 // When every create is going to fail (a quota is exhausted, admission refuses
 // the pod), this costs one failed request instead of count; when they all
 // succeed, it costs only log2(count) round trips.
-func slowStartBatch(count, initialBatchSize int, fn func() error) (int, error) {
+func slowStartBatch(count int, fn func() error) (int, error) {
 	successes := 0
-	for remaining, batch := count, min(count, initialBatchSize); batch > 0; batch = min(2*batch, remaining) {
+	for remaining, batch := count, min(count, slowStartInitialBatch); batch > 0; batch = min(2*batch, remaining) {
 		errs := make(chan error, batch)
 		var wg sync.WaitGroup
 		for range batch {

@@ -27,7 +27,7 @@ func TestSlowStartBatchZeroCountCallsNothing(t *testing.T) {
 	g := NewWithT(t)
 	calls := &failingCalls{}
 
-	successes, err := slowStartBatch(0, slowStartInitialBatch, calls.fn)
+	successes, err := slowStartBatch(0, calls.fn)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(BeZero())
@@ -40,7 +40,7 @@ func TestSlowStartBatchAllSucceed(t *testing.T) {
 			g := NewWithT(t)
 			calls := &failingCalls{}
 
-			successes, err := slowStartBatch(tt.count, slowStartInitialBatch, calls.fn)
+			successes, err := slowStartBatch(tt.count, calls.fn)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(successes).To(Equal(tt.count))
@@ -62,7 +62,7 @@ func TestSlowStartBatchBatchBoundaries(t *testing.T) {
 					g := NewWithT(t)
 					calls := &failingCalls{failing: map[int]bool{failing: true}}
 
-					successes, err := slowStartBatch(tt.count, slowStartInitialBatch, calls.fn)
+					successes, err := slowStartBatch(tt.count, calls.fn)
 
 					g.Expect(calls.made).To(Equal(last), "call %d fails, in batch %d", failing, k+1)
 					g.Expect(successes).To(Equal(last-1), "call %d fails", failing)
@@ -101,7 +101,7 @@ func TestSlowStartBatchStopsAfterTheBatchThatFailed(t *testing.T) {
 				wantErrs = append(wantErrs, callError(i))
 			}
 
-			successes, err := slowStartBatch(tt.count, slowStartInitialBatch, calls.fn)
+			successes, err := slowStartBatch(tt.count, calls.fn)
 
 			g.Expect(calls.made).To(Equal(tt.wantCalls))
 			g.Expect(successes).To(Equal(tt.wantSuccesses))
@@ -122,7 +122,7 @@ func TestSlowStartBatchRunsTheCallsOfABatchConcurrently(t *testing.T) {
 	g.Expect(batchesByFailure(10)).To(Equal(want), "batches cut wrongly, the barrier would never open")
 	b := newBatchBarrier(want)
 
-	successes, err := slowStartBatch(10, slowStartInitialBatch, b.call)
+	successes, err := slowStartBatch(10, b.call)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(Equal(10))
@@ -155,7 +155,7 @@ func batchesByFailure(count int) []int {
 	var batches []int
 	for first := 1; first <= count; {
 		calls := &failingCalls{failing: map[int]bool{first: true}}
-		_, _ = slowStartBatch(count, slowStartInitialBatch, calls.fn)
+		_, _ = slowStartBatch(count, calls.fn)
 		if calls.made < first {
 			break
 		}

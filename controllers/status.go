@@ -48,9 +48,12 @@ func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, outcome scaleOutc
 	status.Selector = podSelector(ps).String()
 	status.ObservedGeneration = ps.Generation
 
-	setAvailableCondition(&status, desired, ps.Generation)
-	setProgressingCondition(&status, desired, ps.Generation)
-	setReplicaFailureCondition(&status, outcome, ps.Generation)
+	// Conditions carry now as their transition time; SetStatusCondition
+	// keeps the old one when the condition's status does not change.
+	transition := metav1.NewTime(now)
+	setAvailableCondition(&status, desired, ps.Generation, transition)
+	setProgressingCondition(&status, desired, ps.Generation, transition)
+	setReplicaFailureCondition(&status, outcome, ps.Generation, transition)
 	return status
 }
 
@@ -75,13 +78,14 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, minR
 	sort.Strings(status.PodNames)
 }
 
-func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64) {
+func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64, transition metav1.Time) {
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionAvailable,
 		Status:             metav1.ConditionTrue,
 		Reason:             ReasonMinimumReplicasAvailable,
 		Message:            fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired),
 		ObservedGeneration: generation,
+		LastTransitionTime: transition,
 	}
 	if status.AvailableReplicas < desired {
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonMinimumReplicasUnavailable
@@ -89,11 +93,12 @@ func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, gene
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
-func setProgressingCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64) {
+func setProgressingCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64, transition metav1.Time) {
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionProgressing,
 		Status:             metav1.ConditionTrue,
 		ObservedGeneration: generation,
+		LastTransitionTime: transition,
 	}
 	switch {
 	case status.Replicas < desired:
@@ -113,7 +118,7 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, desired int32, ge
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
-func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleOutcome, generation int64) {
+func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleOutcome, generation int64, transition metav1.Time) {
 	if !outcome.attempted && meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure) != nil {
 		return
 	}
@@ -123,6 +128,7 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		Reason:             ReasonNoFailure,
 		Message:            "the last pod creations and deletions succeeded",
 		ObservedGeneration: generation,
+		LastTransitionTime: transition,
 	}
 	if outcome.err != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, outcome.err.Error()

@@ -84,7 +84,7 @@ func TestComputeStatusCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet("web", 3)
+			ps := unitPodSet(3)
 			ps.Spec.MinReadySeconds = tt.minReady
 			// Left over from an earlier status: must be recomputed, not kept.
 			ps.Status.PodNames = []string{"gone"}
@@ -106,7 +106,7 @@ func TestComputeStatusCounts(t *testing.T) {
 
 func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 1)
+	ps := unitPodSet(1)
 	ps.Generation = 7
 	ps.Status.ObservedGeneration = 6
 
@@ -189,7 +189,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet("web", tt.replicas)
+			ps := unitPodSet(tt.replicas)
 
 			st := computeStatus(ps, tt.pods, scaleOutcome{attempted: true}, unitNow)
 
@@ -264,7 +264,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet("web", 1)
+			ps := unitPodSet(1)
 			ps.Generation = 2
 			ps.Status.Conditions = tt.existing
 
@@ -290,7 +290,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 
 func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 2)
+	ps := unitPodSet(2)
 	pods := []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-time.Hour)))}
 
 	first := computeStatus(ps, pods, scaleOutcome{attempted: true}, unitNow)
@@ -313,7 +313,7 @@ func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 // transition time, not the wall clock's.
 func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet("web", 1)
+	ps := unitPodSet(1)
 	ps.Status.Conditions = []metav1.Condition{{
 		Type:               appv1alpha1.ConditionAvailable,
 		Status:             metav1.ConditionTrue,
@@ -430,7 +430,7 @@ func TestNextAvailabilityCheck(t *testing.T) {
 // pureStatusInput is a PodSet whose status is stale in every field, so that
 // computing its status changes all of them.
 func pureStatusInput() *appv1alpha1.PodSet {
-	ps := unitPodSet("web", 2)
+	ps := unitPodSet(2)
 	ps.Generation = 3
 	ps.Spec.MinReadySeconds = 10
 	ps.Status = appv1alpha1.PodSetStatus{
