@@ -104,11 +104,12 @@ func TestIntegrationScaleSubresource(t *testing.T) {
 	ps := createPodSet(t, ns, "scaled", 1, nil)
 	waitForLivePods(g, ps, 1)
 
-	// What `kubectl scale` and a HorizontalPodAutoscaler do.
+	// What `kubectl scale` does: a merge patch of the scale subresource, so
+	// it does not conflict with the operator's concurrent status writes.
 	scale := &autoscalingv1.Scale{}
-	g.Expect(k8sClient.SubResource("scale").Get(ctx, ps, scale)).To(Succeed())
-	scale.Spec.Replicas = 4
-	g.Expect(k8sClient.SubResource("scale").Update(ctx, ps, client.WithSubResourceBody(scale))).To(Succeed())
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`))
+	g.Expect(k8sClient.SubResource("scale").Patch(ctx, ps, patch, client.WithSubResourceBody(scale))).To(Succeed())
+	g.Expect(scale.Spec.Replicas).To(BeEquivalentTo(4))
 	waitForLivePods(g, ps, 4)
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.SubResource("scale").Get(ctx, ps, scale)).To(Succeed())
