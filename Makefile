@@ -215,7 +215,7 @@ demo: cluster-tools build ## Run the operator on a local cluster, apply the samp
 test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC.
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager KUSTOMIZE=$(KUSTOMIZE) \
-	  $(GO) test -tags e2e -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
+	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
 ##@ Benchmarks
 
