@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -171,8 +172,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := waitFor(ctx, "nodes Ready", all, nodesReady(admin, c.opts.Nodes)); err != nil {
 		return err
 	}
+	// Pods are refused in a namespace until the service-account controller
+	// has created its "default" ServiceAccount.
 	return waitFor(ctx, "service account default/default", all, func(ctx context.Context) error {
-		return WaitForDefaultServiceAccount(ctx, admin, "default")
+		_, err := admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
 	})
 }
 
