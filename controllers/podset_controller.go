@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -112,6 +113,15 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	return client.IgnoreNotFound(r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)))
 }
 
+// statusChangedPredicate passes PodSet updates that change the status.
+func statusChangedPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPS, ok1 := e.ObjectOld.(*appv1alpha1.PodSet)
+		newPS, ok2 := e.ObjectNew.(*appv1alpha1.PodSet)
+		return ok1 && ok2 && !equality.Semantic.DeepEqual(oldPS.Status, newPS.Status)
+	}}
+}
+
 func minReady(ps *appv1alpha1.PodSet) time.Duration {
 	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
 }
@@ -132,9 +142,15 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		// Status writes do not change the generation, so the PodSet's own
-		// status updates do not wake it again.
-		For(&appv1alpha1.PodSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Spec changes bump the generation. Status changes wake the PodSet
+		// too: a reconcile that read a stale cached PodSet may have judged
+		// its status current, or patched it against outdated values, and
+		// the update event of the last status write is what brings a
+		// reconcile that sees the write. That second reconcile computes the
+		// same status and writes nothing, so there is no loop. Metadata-only
+		// updates (labels, annotations) are ignored.
+		For(&appv1alpha1.PodSet{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, statusChangedPredicate()))).
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
 		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations}).
