@@ -151,6 +151,9 @@ olm-tools: $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) $(OLM_BIN)/olm $(OLM_BIN)/ca
 bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.Dockerfile from config/ and validate them.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	sed -i 's|^\( *value: \).* # operand-image$$|\1$(OPERAND_IMG) # operand-image|' config/manager/manager.yaml
+	@# --overwrite rewrites files but never removes one, so start from nothing:
+	@# a manifest dropped from config/ must disappear from the bundle too.
+	rm -rf bundle
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
 	@# operator-sdk stamps createdAt with the current time; put back the base's
 	@# pinned value so that regenerating an unchanged bundle changes nothing.
