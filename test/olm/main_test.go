@@ -1,0 +1,427 @@
+// Package olm_test installs the operator the way its users do, through the
+// real Operator Lifecycle Manager, on a local cluster (test/localcluster):
+// OLM's own CRDs, its `olm` and `catalog` operators built from
+// github.com/operator-framework/operator-lifecycle-manager, and the project's
+// file-based catalog (catalog/) served by the real `opm serve`.
+//
+// Two things a cluster without containers cannot do are provided here:
+//   - the fake (kwok) Nodes carry kubernetes.io/os=linux, which the bundle
+//     unpack Job's pod selects (test/localcluster labels them);
+//   - the unpack pod never runs, so the ConfigMap it would fill with the
+//     bundle is filled by running the real `opm alpha bundle extract` on
+//     bundle/ (see unpackBundles).
+//
+// The operator itself runs as a local process with a token of the
+// ServiceAccount OLM created from the CSV, so the RBAC under test is exactly
+// what the CSV grants.
+//
+// `make test-olm` builds every binary and sets K8S_BIN, OLM_BIN and
+// MANAGER_BIN.
+package olm_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+const (
+	// OLM's operators and the CatalogSource live here, as in OLM's own
+	// install manifests.
+	olmNamespace = "olm"
+	catalogName  = "podset-catalog"
+	packageName  = "podset-operator"
+	// The bundle's default channel (Makefile DEFAULT_CHANNEL).
+	channel = "stable"
+	// What the CSV names the operator's Deployment and ServiceAccount.
+	operatorName = "podset-operator-controller-manager"
+)
+
+var (
+	cluster  *localcluster.Cluster
+	k8s      client.Client
+	scheme   = runtime.NewScheme()
+	repoRoot string
+	bins     struct{ k8s, olm, manager, opm string }
+	// The process logs, in a directory kept when the run fails.
+	logDir string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme, appv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	bins.k8s, bins.olm, bins.manager = os.Getenv("K8S_BIN"), os.Getenv("OLM_BIN"), os.Getenv("MANAGER_BIN")
+	if bins.k8s == "" || bins.olm == "" || bins.manager == "" {
+		fmt.Fprintln(os.Stderr, "K8S_BIN, OLM_BIN and MANAGER_BIN must be set; run `make test-olm`")
+		return 1
+	}
+	bins.opm = filepath.Join(bins.olm, "opm")
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	repoRoot = filepath.Join(wd, "..", "..")
+
+	if logDir, err = os.MkdirTemp("", "podset-olm-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	code := 1
+	if err := setUp(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "set-up failed:", err)
+	} else {
+		code = m.Run()
+	}
+	cancel()
+	stopAll()
+	if cluster != nil {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
+		}
+	}
+	if code == 0 {
+		_ = os.RemoveAll(logDir)
+	} else {
+		fmt.Fprintln(os.Stderr, "process logs kept in", logDir)
+	}
+	return code
+}
+
+// setUp starts the cluster, installs OLM, serves the catalog and waits until
+// OLM is connected to it.
+func setUp(ctx context.Context) error {
+	var err error
+	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: bins.k8s, Out: os.Stderr})
+	if err != nil {
+		return fmt.Errorf("starting the local cluster: %w", err)
+	}
+	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if err := installOLMCRDs(ctx); err != nil {
+		return err
+	}
+	if err := createNamespace(ctx, olmNamespace); err != nil {
+		return err
+	}
+
+	kubeconfig := cluster.KubeconfigPath()
+	// --writeStatusName "": there is no OpenShift ClusterOperator to report to.
+	if err := start("olm", filepath.Join(bins.olm, "olm"), []string{
+		"--namespace", olmNamespace, "--writeStatusName", "",
+	}, "KUBECONFIG="+kubeconfig, "OPERATOR_NAMESPACE="+olmNamespace, "OPERATOR_NAME=olm-operator"); err != nil {
+		return err
+	}
+	// The images only name what the unpack Job and registry pods would run;
+	// nothing is pulled here. They are pinned to the versions under test.
+	if err := start("catalog", filepath.Join(bins.olm, "catalog"), []string{
+		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
+		"--opmImage", "quay.io/operator-framework/opm:v1.60.0",
+		"--util-image", "quay.io/operator-framework/olm:v0.28.0",
+		"--configmapServerImage", "quay.io/operator-framework/configmap-operator-registry:v1.60.0",
+	}, "KUBECONFIG="+kubeconfig); err != nil {
+		return err
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	pprof, err := freePort()
+	if err != nil {
+		return err
+	}
+	if err := start("opm-serve", bins.opm, []string{
+		"serve", filepath.Join(repoRoot, "catalog"), "--port", strconv.Itoa(port),
+		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(pprof),
+		"--termination-log", filepath.Join(logDir, "opm-serve.termination"),
+	}); err != nil {
+		return err
+	}
+
+	go unpackBundles(ctx)
+
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{
+			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+			Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			DisplayName: "PodSet Operator (local catalog/)",
+			Publisher:   "podset-operator tests",
+		},
+	}
+	if err := k8s.Create(ctx, cs); err != nil {
+		return fmt.Errorf("creating the CatalogSource: %w", err)
+	}
+	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, "", err
+		}
+		state := ""
+		if cs.Status.GRPCConnectionState != nil {
+			state = cs.Status.GRPCConnectionState.LastObservedState
+		}
+		return state == "READY", "CatalogSource connection state " + state, nil
+	})
+}
+
+// installOLMCRDs creates the CRDs shipped in the OLM module (hack/build-tool.sh
+// copies them next to the olm binary) and waits until they are served.
+func installOLMCRDs(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(bins.olm, "olm-crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no OLM CRDs in %s/olm-crds (err %v)", bins.olm, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if err := k8s.Create(ctx, crd); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+		if err := waitEstablished(ctx, crd.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, name string) error {
+	return poll(ctx, time.Minute, func() (bool, string, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, "", err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, "CRD " + name + " not Established", nil
+	})
+}
+
+// unpackBundles plays the part of OLM's bundle unpack pod, which kwok never
+// runs: whenever the catalog operator creates the (empty) ConfigMap the pod
+// would fill, fill it with the real `opm alpha bundle extract`, the command
+// the pod runs, from bundle/ (which is what catalog/ was rendered from).
+func unpackBundles(ctx context.Context) {
+	done := map[string]bool{}
+	for ctx.Err() == nil {
+		var cms corev1.ConfigMapList
+		if err := k8s.List(ctx, &cms, client.InNamespace(olmNamespace), client.MatchingLabels{"olm.managed": "true"}); err == nil {
+			for _, cm := range cms.Items {
+				if len(cm.Data) > 0 || len(cm.BinaryData) > 0 || done[string(cm.UID)] || !ownedByCatalogSource(&cm) {
+					continue
+				}
+				out, err := exec.CommandContext(ctx, bins.opm, "alpha", "bundle", "extract",
+					"-m", filepath.Join(repoRoot, "bundle")+"/", "-n", olmNamespace, "-c", cm.Name, "-z",
+					"-k", cluster.KubeconfigPath()).CombinedOutput()
+				logf("opm alpha bundle extract -c %s: err=%v\n%s", cm.Name, err, out)
+				if err == nil {
+					done[string(cm.UID)] = true
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func ownedByCatalogSource(o metav1.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == operatorsv1alpha1.CatalogSourceKind {
+			return true
+		}
+	}
+	return false
+}
+
+func createNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// ---- child processes ----
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+var (
+	procsMu sync.Mutex
+	procs   []*proc
+)
+
+// start runs a child process with its output in logDir/NAME.log. It gets its
+// own process group and SIGKILL if this test binary dies, so nothing
+// outlives the run.
+func start(name, bin string, args []string, env ...string) error {
+	_, err := startProc(name, bin, args, env...)
+	return err
+}
+
+func startProc(name, bin string, args []string, env ...string) (*proc, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
+	procsMu.Lock()
+	procs = append(procs, p)
+	procsMu.Unlock()
+	return p, nil
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after 10s.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func stopAll() {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop()
+	}
+	procs = nil
+}
+
+func logf(format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(logDir, "test.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, time.Now().Format(time.RFC3339)+" "+format+"\n", args...)
+}
+
+// tail returns the last n lines of a file, for failure messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// poll calls check every 250ms until it reports done, fails, or timeout
+// passes; the error then carries check's last description.
+func poll(ctx context.Context, timeout time.Duration, check func() (bool, string, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ""
+	for {
+		ok, what, err := check()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err != nil {
+			what = err.Error()
+		}
+		last = what
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s: %s", timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,415 @@
+package olm_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+const crdName = "podsets.app.example.com"
+
+// TestOLM installs, exercises and uninstalls the operator in two install
+// modes, one after the other on the same cluster (each uninstall must leave
+// the cluster as it found it for the next install to be meaningful).
+func TestOLM(t *testing.T) {
+	t.Run("AllNamespaces", func(t *testing.T) {
+		// A global OperatorGroup (no target namespaces), as in OLM's own
+		// "operators" namespace; the PodSet lives in another namespace.
+		exercise(t, mode{
+			operatorNS:   "podset-all",
+			targets:      nil,
+			podsetNS:     "podset-all-workload",
+			wantWatchEnv: "",
+		})
+	})
+	t.Run("OwnNamespace", func(t *testing.T) {
+		// The operator may only act in its own namespace: a PodSet elsewhere
+		// must be left alone.
+		exercise(t, mode{
+			operatorNS:   "podset-own",
+			targets:      []string{"podset-own"},
+			podsetNS:     "podset-own",
+			ignoredNS:    "podset-own-elsewhere",
+			wantWatchEnv: "podset-own",
+		})
+	})
+}
+
+type mode struct {
+	operatorNS   string
+	targets      []string
+	podsetNS     string
+	ignoredNS    string // a namespace the operator must not act in, if any
+	wantWatchEnv string // the olm.targetNamespaces OLM should set
+}
+
+func exercise(t *testing.T, m mode) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	for _, ns := range []string{m.operatorNS, m.podsetNS, m.ignoredNS} {
+		if ns != "" {
+			must(t, createNamespace(ctx, ns))
+		}
+	}
+	og := &operatorsv1.OperatorGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: m.operatorNS},
+		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: m.targets},
+	}
+	must(t, k8s.Create(ctx, og))
+	// If this mode fails half-way, take the install down anyway so that the
+	// next mode starts from a clean cluster rather than failing on leftovers.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		bg := context.Background()
+		_ = k8s.DeleteAllOf(bg, &operatorsv1alpha1.Subscription{}, client.InNamespace(m.operatorNS))
+		_ = k8s.DeleteAllOf(bg, &operatorsv1alpha1.ClusterServiceVersion{}, client.InNamespace(m.operatorNS))
+		_ = k8s.Delete(bg, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}})
+		_ = k8s.Delete(bg, og)
+	})
+	sub := &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: m.operatorNS},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			CatalogSource:          catalogName,
+			CatalogSourceNamespace: olmNamespace,
+			Package:                packageName,
+			Channel:                channel,
+			InstallPlanApproval:    operatorsv1alpha1.ApprovalAutomatic,
+		},
+	}
+	must(t, k8s.Create(ctx, sub))
+
+	csv := waitForSucceededCSV(t, ctx, sub)
+	t.Logf("CSV %s/%s is Succeeded", csv.Namespace, csv.Name)
+
+	// What the manager's WATCH_NAMESPACE fieldRef resolves to.
+	dep := &appsv1.Deployment{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: m.operatorNS, Name: operatorName}, dep))
+	watch, ok := dep.Spec.Template.Annotations["olm.targetNamespaces"]
+	if !ok || watch != m.wantWatchEnv {
+		t.Fatalf("olm.targetNamespaces on the operator's pod template = %q (present %v), want %q", watch, ok, m.wantWatchEnv)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e
+	}
+	if f := env["WATCH_NAMESPACE"].ValueFrom; f == nil || f.FieldRef == nil || f.FieldRef.FieldPath != "metadata.annotations['olm.targetNamespaces']" {
+		t.Fatalf("the installed Deployment does not take WATCH_NAMESPACE from olm.targetNamespaces: %+v", env["WATCH_NAMESPACE"])
+	}
+
+	manager := startManager(t, ctx, m.operatorNS, watch, env["RELATED_IMAGE_PODSET"].Value)
+
+	// The CSV's alm-examples is what the console offers users to create.
+	var examples []appv1alpha1.PodSet
+	must(t, json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &examples))
+	if len(examples) != 1 {
+		t.Fatalf("want one alm-example, got %d", len(examples))
+	}
+	ps := examples[0].DeepCopy()
+	ps.Namespace = m.podsetNS
+	must(t, k8s.Create(ctx, ps))
+	want := ps.DesiredReplicas()
+	if want < 1 {
+		t.Fatalf("the alm-example asks for %d replicas; the test needs at least one", want)
+	}
+
+	var ignored *appv1alpha1.PodSet
+	if m.ignoredNS != "" {
+		ignored = examples[0].DeepCopy()
+		ignored.Namespace = m.ignoredNS
+		must(t, k8s.Create(ctx, ignored))
+	}
+
+	err := poll(ctx, 3*time.Minute, func() (bool, string, error) {
+		if manager.exited() {
+			return false, "", fmt.Errorf("the manager exited:\n%s", tail(manager.log, 40))
+		}
+		got := &appv1alpha1.PodSet{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), got); err != nil {
+			return false, "", err
+		}
+		pods, err := ownedPods(ctx, got)
+		if err != nil {
+			return false, "", err
+		}
+		s := got.Status
+		ok := s.ObservedGeneration == got.Generation && s.Replicas == want && s.ReadyReplicas == want &&
+			s.AvailableReplicas == want && len(pods) == int(want)
+		return ok, fmt.Sprintf("status %+v, %d owned pods", s, len(pods)), nil
+	})
+	if err != nil {
+		t.Fatalf("the alm-example PodSet did not converge: %v\nmanager log:\n%s", err, tail(manager.log, 40))
+	}
+	t.Logf("PodSet %s/%s converged to %d ready pods", ps.Namespace, ps.Name, want)
+
+	if ignored != nil {
+		// The operator has had the time to converge the watched PodSet; the
+		// other one must still be untouched.
+		got := &appv1alpha1.PodSet{}
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(ignored), got))
+		pods, err := ownedPods(ctx, got)
+		must(t, err)
+		if got.Status.ObservedGeneration != 0 || len(pods) != 0 {
+			t.Errorf("PodSet in unwatched namespace %s was acted on: status %+v, %d pods", m.ignoredNS, got.Status, len(pods))
+		}
+		must(t, k8s.Delete(ctx, ignored))
+	}
+
+	// Anything the CSV's RBAC forgot shows up as an RBAC denial of the
+	// ServiceAccount in the log. (Other "forbidden" errors are admission's,
+	// e.g. blockOwnerDeletion checks while the API server's RESTMapper has not
+	// yet discovered the CRD OLM just created; those pass with a retry.)
+	const denial = `forbidden: User "system:serviceaccount:`
+	if log, _ := os.ReadFile(manager.log); strings.Contains(string(log), denial) {
+		t.Errorf("the manager hit RBAC denials with the CSV's ServiceAccount:\n%s", grep(string(log), denial))
+	}
+
+	// Delete the PodSet while the manager still runs (it may hold a
+	// finalizer), then stop the manager and uninstall.
+	// Its pods go with it through the garbage collector, which has to have
+	// discovered the new CRD first (it rescans every 30s); deleting the CRD
+	// before would orphan them.
+	must(t, k8s.Delete(ctx, ps))
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), &appv1alpha1.PodSet{})
+		if err == nil {
+			return false, "PodSet still present", nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		// Any pod a PodSet controls, including one whose owner is gone (the
+		// operator's own pod may share the namespace).
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(m.podsetNS)); err != nil {
+			return false, "", err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if c := metav1.GetControllerOf(&p); c != nil && c.Kind == "PodSet" {
+				n++
+			}
+		}
+		return n == 0, fmt.Sprintf("%d PodSet pods left in %s", n, m.podsetNS), nil
+	}))
+	manager.stop()
+
+	uninstall(t, ctx, m, sub, csv)
+}
+
+func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alpha1.Subscription) *operatorsv1alpha1.ClusterServiceVersion {
+	t.Helper()
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	err := poll(ctx, 4*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sub), sub); err != nil {
+			return false, "", err
+		}
+		if sub.Status.InstalledCSV == "" {
+			return false, fmt.Sprintf("subscription state %q, conditions %v", sub.Status.State, sub.Status.Conditions), nil
+		}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: sub.Status.InstalledCSV}, csv); err != nil {
+			return false, "", err
+		}
+		return csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded,
+			fmt.Sprintf("CSV %s phase %q: %s %s", csv.Name, csv.Status.Phase, csv.Status.Reason, csv.Status.Message), nil
+	})
+	if err != nil {
+		var unmet []string
+		for _, r := range csv.Status.RequirementStatus {
+			if r.Status != operatorsv1alpha1.RequirementStatusReasonPresent {
+				unmet = append(unmet, fmt.Sprintf("%s %s %s: %s %s %+v", r.Group, r.Kind, r.Name, r.Status, r.Message, r.Dependents))
+			}
+		}
+		var plans operatorsv1alpha1.InstallPlanList
+		_ = k8s.List(ctx, &plans, client.InNamespace(sub.Namespace))
+		var planStates []string
+		for _, p := range plans.Items {
+			planStates = append(planStates, fmt.Sprintf("%s %s %s %v", p.Name, p.Status.Phase, p.Status.Message, p.Status.Conditions))
+		}
+		t.Fatalf("no Succeeded CSV: %v\nunmet requirements:\n%s\ninstall plans: %s\nolm log:\n%s\ncatalog log:\n%s", err,
+			strings.Join(unmet, "\n"), strings.Join(planStates, "; "),
+			tail(filepath.Join(logDir, "olm.log"), 20), tail(filepath.Join(logDir, "catalog.log"), 20))
+	}
+	if csv.Namespace != sub.Namespace || csv.IsCopied() {
+		t.Fatalf("the installed CSV %s/%s is not the subscription's own", csv.Namespace, csv.Name)
+	}
+	return csv
+}
+
+// startManager runs the operator binary with a token of the ServiceAccount
+// OLM created for the CSV, and the environment the CSV's Deployment gives it.
+func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage string) *proc {
+	t.Helper()
+	cfg, err := cluster.ServiceAccountConfig(ctx, ns, operatorName, time.Hour)
+	must(t, err)
+	kubeconfig := filepath.Join(logDir, "manager-"+ns+".kubeconfig")
+	must(t, localcluster.WriteKubeconfig(kubeconfig, cfg))
+	probe, err := freePort()
+	must(t, err)
+	// Leader election is off: outside a pod the manager cannot discover its
+	// namespace. Metrics are off: the port would collide with other runs.
+	p, err := startProc("manager-"+ns, bins.manager, []string{
+		"--leader-elect=false",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+		"--metrics-bind-address=0",
+	}, "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+watch, "RELATED_IMAGE_PODSET="+operandImage)
+	must(t, err)
+	t.Cleanup(p.stop)
+	err = poll(ctx, time.Minute, func() (bool, string, error) {
+		if p.exited() {
+			return false, "", fmt.Errorf("the manager exited:\n%s", tail(p.log, 40))
+		}
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(probe) + "/readyz")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, "readyz " + resp.Status, nil
+	})
+	if err != nil {
+		t.Fatalf("the manager did not become ready: %v", err)
+	}
+	return p
+}
+
+// uninstall removes the operator the way OLM documents (Subscription, then
+// CSV, then the CRD, which OLM never deletes by itself) and checks that
+// nothing the install created is left.
+func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1.Subscription, csv *operatorsv1alpha1.ClusterServiceVersion) {
+	t.Helper()
+	must(t, k8s.Delete(ctx, sub))
+	must(t, k8s.Delete(ctx, csv))
+	must(t, k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}))
+
+	owner := client.MatchingLabels{"olm.owner": csv.Name}
+	err := poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		var left []string
+		add := func(kind string, n int, err error) error {
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				left = append(left, fmt.Sprintf("%d %s", n, kind))
+			}
+			return nil
+		}
+		var csvs operatorsv1alpha1.ClusterServiceVersionList
+		var plans operatorsv1alpha1.InstallPlanList
+		var deps appsv1.DeploymentList
+		var sas corev1.ServiceAccountList
+		var svcs corev1.ServiceList
+		var roles rbacv1.RoleList
+		var rbs rbacv1.RoleBindingList
+		var crs rbacv1.ClusterRoleList
+		var crbs rbacv1.ClusterRoleBindingList
+		var pods corev1.PodList
+		for _, c := range []struct {
+			kind string
+			list client.ObjectList
+			opts []client.ListOption
+			n    func() int
+		}{
+			// Copied CSVs in target namespaces too.
+			{"ClusterServiceVersions", &csvs, []client.ListOption{client.MatchingFields{"metadata.name": csv.Name}}, func() int { return len(csvs.Items) }},
+			{"InstallPlans", &plans, []client.ListOption{client.InNamespace(m.operatorNS)}, func() int { return len(plans.Items) }},
+			{"Deployments", &deps, []client.ListOption{client.InNamespace(m.operatorNS)}, func() int { return len(deps.Items) }},
+			{"operator ServiceAccounts", &sas, []client.ListOption{client.InNamespace(m.operatorNS), client.MatchingFields{"metadata.name": operatorName}}, func() int { return len(sas.Items) }},
+			{"Services", &svcs, []client.ListOption{client.InNamespace(m.operatorNS)}, func() int { return len(svcs.Items) }},
+			{"Roles", &roles, []client.ListOption{owner}, func() int { return len(roles.Items) }},
+			{"RoleBindings", &rbs, []client.ListOption{owner}, func() int { return len(rbs.Items) }},
+			{"ClusterRoles", &crs, []client.ListOption{owner}, func() int {
+				for _, cr := range crs.Items {
+					left = append(left, fmt.Sprintf("ClusterRole %s %v", cr.Name, cr.Labels))
+				}
+				return len(crs.Items)
+			}},
+			{"ClusterRoleBindings", &crbs, []client.ListOption{owner}, func() int { return len(crbs.Items) }},
+			{"pods", &pods, []client.ListOption{client.InNamespace(m.podsetNS)}, func() int { return len(pods.Items) }},
+		} {
+			err := k8s.List(ctx, c.list, c.opts...)
+			if err := add(c.kind, c.n(), err); err != nil {
+				return false, "", err
+			}
+		}
+		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
+		if err == nil {
+			left = append(left, "the PodSet CRD")
+		} else if !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		// ClusterRoles OLM aggregates for the owned API (<crd>-<version>-admin,
+		// -edit, -view, and <crd>-crdview) must go with the CRD.
+		var all rbacv1.ClusterRoleList
+		if err := k8s.List(ctx, &all); err != nil {
+			return false, "", err
+		}
+		for _, cr := range all.Items {
+			if strings.HasPrefix(cr.Name, crdName) {
+				left = append(left, "ClusterRole "+cr.Name)
+			}
+		}
+		return len(left) == 0, "left after uninstall: " + strings.Join(left, ", "), nil
+	})
+	if err != nil {
+		t.Fatalf("uninstall is incomplete: %v", err)
+	}
+	must(t, k8s.Delete(ctx, &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: m.operatorNS}}))
+}
+
+func ownedPods(ctx context.Context, ps *appv1alpha1.PodSet) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ps.Namespace)); err != nil {
+		return nil, err
+	}
+	var owned []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, ref := range p.OwnerReferences {
+			if ref.UID == ps.UID && ref.Controller != nil && *ref.Controller {
+				owned = append(owned, p)
+			}
+		}
+	}
+	return owned, nil
+}
+
+func grep(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
