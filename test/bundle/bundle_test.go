@@ -9,6 +9,7 @@ package bundle_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -279,4 +280,95 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestCatalogMatchesBundle fails when catalog/ was not re-rendered after
+// `make bundle`: the file-based catalog embeds every bundle manifest (as
+// olm.bundle.object properties), and that copy is what OLM installs.
+func TestCatalogMatchesBundle(t *testing.T) {
+	data, err := os.ReadFile("../../catalog/podset-operator/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := loadBundle(t)
+	var (
+		bundles         int
+		embedded        = map[string]any{}
+		defaultChannel  string
+		channelsWithCSV = map[string]bool{}
+	)
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var m struct {
+			Schema         string `json:"schema"`
+			Name           string `json:"name"`
+			DefaultChannel string `json:"defaultChannel"`
+			Entries        []struct {
+				Name string `json:"name"`
+			} `json:"entries"`
+			Properties []struct {
+				Type  string          `json:"type"`
+				Value json.RawMessage `json:"value"`
+			} `json:"properties"`
+		}
+		if err := yaml.Unmarshal([]byte(strings.TrimPrefix(doc, "---\n")), &m); err != nil {
+			t.Fatalf("catalog document: %v", err)
+		}
+		switch m.Schema {
+		case "olm.package":
+			defaultChannel = m.DefaultChannel
+		case "olm.channel":
+			for _, e := range m.Entries {
+				if e.Name == b.CSV.Name {
+					channelsWithCSV[m.Name] = true
+				}
+			}
+		case "olm.bundle":
+			bundles++
+			if m.Name != b.CSV.Name {
+				t.Errorf("catalog bundle %q, bundle/ CSV %q: run `make catalog`", m.Name, b.CSV.Name)
+			}
+			for _, p := range m.Properties {
+				if p.Type != "olm.bundle.object" {
+					continue
+				}
+				var v struct {
+					Data []byte `json:"data"` // base64 in JSON
+				}
+				if err := json.Unmarshal(p.Value, &v); err != nil {
+					t.Fatal(err)
+				}
+				var obj map[string]any
+				if err := json.Unmarshal(v.Data, &obj); err != nil {
+					t.Fatal(err)
+				}
+				embedded[objectKey(obj)] = obj
+			}
+		}
+	}
+	if bundles != 1 {
+		t.Fatalf("want one olm.bundle in the catalog, got %d", bundles)
+	}
+	if defaultChannel == "" || !channelsWithCSV[defaultChannel] {
+		t.Errorf("default channel %q does not contain %s (channels with it: %v)", defaultChannel, b.CSV.Name, channelsWithCSV)
+	}
+
+	files, err := filepath.Glob(filepath.Join(bundleDir, "manifests", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bundle manifests: %v", err)
+	}
+	if len(files) != len(embedded) {
+		t.Errorf("catalog embeds %d objects, bundle/manifests has %d: run `make catalog`", len(embedded), len(files))
+	}
+	for _, f := range files {
+		var obj map[string]any
+		readYAML(t, f, &obj)
+		if got, ok := embedded[objectKey(obj)]; !ok || !reflect.DeepEqual(got, obj) {
+			t.Errorf("%s differs from the catalog's copy (present %v): run `make catalog`", f, ok)
+		}
+	}
+}
+
+func objectKey(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	return fmt.Sprintf("%v/%v", obj["kind"], meta["name"])
 }
