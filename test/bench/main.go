@@ -216,7 +216,7 @@ func benchmark(ctx context.Context, o options) (report, error) {
 	if b.op, err = startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator", o.profileDir != "", o.operatorArgs...); err != nil {
 		return rep, err
 	}
-	defer func() { b.op.stop() }()
+	defer func() { b.op.stop() }() // idempotent: the memory scenario stops it earlier
 
 	for r := 1; r <= o.runs; r++ {
 		// The direct client, once per run and distinct pod count.
@@ -246,10 +246,6 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		b.op.stop()
 		res := b.rssScenario(ctx)
 		rep.RSS = &res
-		// Restart one for the deferred stop; the scenario stopped its own.
-		if b.op, err = startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator-after-rss", false); err != nil {
-			return rep, err
-		}
 	}
 
 	fmt.Println()

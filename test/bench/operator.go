@@ -111,7 +111,14 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 
 func (o *operator) pid() int { return o.cmd.Process.Pid }
 
+// stop terminates the operator; once it has exited, stop does nothing (its
+// process group ID could by then belong to someone else).
 func (o *operator) stop() {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
 	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-o.done:
