@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ import (
 
 const crdName = "podsets.app.example.com"
 
-// TestOLM installs, exercises and uninstalls the operator in two install
+// TestOLM installs, exercises and uninstalls the operator in three install
 // modes, one after the other on the same cluster (each uninstall must leave
 // the cluster as it found it for the next install to be meaningful).
 func TestOLM(t *testing.T) {
@@ -53,6 +54,16 @@ func TestOLM(t *testing.T) {
 			wantWatchEnv: "podset-own",
 		})
 	})
+	t.Run("MultiNamespace", func(t *testing.T) {
+		// WATCH_NAMESPACE is then a comma-separated list.
+		exercise(t, mode{
+			operatorNS:   "podset-multi",
+			targets:      []string{"podset-multi-a", "podset-multi-b"},
+			podsetNS:     "podset-multi-b",
+			ignoredNS:    "podset-multi-elsewhere",
+			wantWatchEnv: "podset-multi-a,podset-multi-b",
+		})
+	})
 }
 
 type mode struct {
@@ -67,7 +78,7 @@ func exercise(t *testing.T, m mode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	for _, ns := range []string{m.operatorNS, m.podsetNS, m.ignoredNS} {
+	for _, ns := range append([]string{m.operatorNS, m.podsetNS, m.ignoredNS}, m.targets...) {
 		if ns != "" {
 			must(t, createNamespace(ctx, ns))
 		}
@@ -108,7 +119,7 @@ func exercise(t *testing.T, m mode) {
 	dep := &appsv1.Deployment{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: m.operatorNS, Name: operatorName}, dep))
 	watch, ok := dep.Spec.Template.Annotations["olm.targetNamespaces"]
-	if !ok || watch != m.wantWatchEnv {
+	if !ok || !sameSet(watch, m.wantWatchEnv) {
 		t.Fatalf("olm.targetNamespaces on the operator's pod template = %q (present %v), want %q", watch, ok, m.wantWatchEnv)
 	}
 	env := map[string]corev1.EnvVar{}
@@ -412,4 +423,12 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sameSet compares two comma-separated lists regardless of order.
+func sameSet(a, b string) bool {
+	as, bs := strings.Split(a, ","), strings.Split(b, ",")
+	sort.Strings(as)
+	sort.Strings(bs)
+	return strings.Join(as, ",") == strings.Join(bs, ",")
 }
