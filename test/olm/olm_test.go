@@ -29,7 +29,7 @@ import (
 
 const crdName = "podsets.app.example.com"
 
-// TestOLM installs, exercises and uninstalls the operator in three install
+// TestOLM installs, exercises and uninstalls the operator in all four install
 // modes, one after the other on the same cluster (each uninstall must leave
 // the cluster as it found it for the next install to be meaningful).
 func TestOLM(t *testing.T) {
@@ -52,6 +52,16 @@ func TestOLM(t *testing.T) {
 			podsetNS:     "podset-own",
 			ignoredNS:    "podset-own-elsewhere",
 			wantWatchEnv: "podset-own",
+		})
+	})
+	t.Run("SingleNamespace", func(t *testing.T) {
+		// One target namespace other than the operator's own.
+		exercise(t, mode{
+			operatorNS:   "podset-single",
+			targets:      []string{"podset-single-target"},
+			podsetNS:     "podset-single-target",
+			ignoredNS:    "podset-single",
+			wantWatchEnv: "podset-single-target",
 		})
 	})
 	t.Run("MultiNamespace", func(t *testing.T) {
