@@ -165,6 +165,13 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.
 	out=$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1); \
 	  echo "$$out"; ! echo "$$out" | grep -E 'level=(warning|error)'
 
+.PHONY: verify-bundle
+verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ differ from what make bundle and make catalog generate.
+	@# git status, not git diff: a newly generated file is a difference too.
+	@test -z "$$(git status --porcelain -- bundle bundle.Dockerfile catalog catalog.Dockerfile config)" || { \
+	  git status --short -- bundle bundle.Dockerfile catalog catalog.Dockerfile config; \
+	  echo "bundle/ or catalog/ is stale: run 'make bundle catalog' and commit the result" >&2; exit 1; }
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
