@@ -208,8 +208,11 @@ func setUp(ctx context.Context) error {
 // copies them next to the olm binary) and waits until they are served.
 func installOLMCRDs(ctx context.Context) error {
 	files, err := filepath.Glob(filepath.Join(bins.olm, "olm-crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no OLM CRDs in %s/olm-crds (err %v)", bins.olm, err)
+	if err != nil {
+		return fmt.Errorf("listing the OLM CRDs: %w", err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no OLM CRDs in %s/olm-crds; `make olm-tools` copies them there", bins.olm)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -265,7 +265,7 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 		}
 		var plans operatorsv1alpha1.InstallPlanList
 		_ = k8s.List(ctx, &plans, client.InNamespace(sub.Namespace))
-		var planStates []string
+		planStates := make([]string, 0, len(plans.Items))
 		for _, p := range plans.Items {
 			planStates = append(planStates, fmt.Sprintf("%s %s %s %v", p.Name, p.Status.Phase, p.Status.Message, p.Status.Conditions))
 		}
