@@ -7,14 +7,16 @@ import (
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
-// carry the managed-by label, without their managedFields. The operator's
-// memory then grows with its own pods, not with the rest of the cluster's.
+// carry the managed-by label, without their managedFields and with only the
+// parts of the pod the reconciler reads (see slimPod). The operator's memory
+// then grows with its own pods, not with the rest of the cluster's, and by
+// as little as possible per pod.
 // An empty namespaces list watches every namespace.
 func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: ManagedPodsSelector()},
+			&corev1.Pod{}: {Label: ManagedPodsSelector(), Transform: slimPod},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -24,4 +26,24 @@ func CacheOptions(namespaces []string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// slimPod is the transform of cached pods. The reconciler reads a pod's
+// metadata, spec.nodeName (deletion ranking) and status (liveness,
+// readiness, restart counts), never the rest of its spec: pods are created
+// from the PodSet, not compared with it. The spec is most of a pod's size
+// (the benchmark's heap profile, 10,000 owned pods: 33 MB of 105 MB in use
+// were PodSpecs, half of them the cache's, half the copies every List
+// makes), so dropping it shrinks both the cache and each reconcile's
+// garbage. Patches the reconciler sends (adoption, release) are computed
+// between two versions of the cached object and so only carry metadata.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		// A cache.DeletedFinalStateUnknown tombstone: nothing to slim.
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	return pod, nil
 }

@@ -34,8 +34,15 @@ const (
 
 // startCluster starts the local cluster sized for the benchmark: nodes×5000
 // pod slots.
-func startCluster(ctx context.Context, binDir string, nodes int) (*localcluster.Cluster, error) {
+// With profiling, the API server serves /debug/pprof (the local cluster
+// turns it off by default; a later flag wins).
+func startCluster(ctx context.Context, binDir string, nodes int, profiling bool) (*localcluster.Cluster, error) {
+	var apiserverArgs []string
+	if profiling {
+		apiserverArgs = append(apiserverArgs, "--profiling=true")
+	}
 	return localcluster.Start(ctx, localcluster.Options{
+		APIServerArgs:          apiserverArgs,
 		BinDir:                 binDir,
 		Nodes:                  nodes,
 		ControllerManagerQPS:   componentQPS,

@@ -58,6 +58,7 @@ func main() {
 
 type options struct {
 	binDir, manager, crdDir, out, profileDir string
+	replot                                   string
 	shapes                                   []shape
 	runs, nodes                              int
 	smoke, rss                               bool
@@ -82,6 +83,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.nodes, "nodes", 6, "kwok nodes, 5000 pod slots each")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "the longest one scale-up or scale-down may take")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "when set, run the operator with pprof and save a CPU profile of each PodSet scale-up and a heap profile after it here")
+	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
 	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
 	flag.Parse()
 	if o.smoke {
@@ -98,7 +100,7 @@ func parseFlags() (options, error) {
 			o.rssShape = s[0]
 		}
 	}
-	if o.binDir == "" {
+	if o.binDir == "" && o.replot == "" {
 		return o, fmt.Errorf("-bin-dir (or $K8S_BIN) is required")
 	}
 	o.operatorArgs = strings.Fields(*operatorArgs)
@@ -121,6 +123,13 @@ func run() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
+	}
+	if o.replot != "" {
+		if err := replot(o.replot, o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -184,7 +193,7 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		}
 	}
 
-	c, err := startCluster(ctx, o.binDir, o.nodes)
+	c, err := startCluster(ctx, o.binDir, o.nodes, o.profileDir != "")
 	if err != nil {
 		return rep, err
 	}

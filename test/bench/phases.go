@@ -294,6 +294,11 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 					logf("profiling: %v", err)
 				}
 			}()
+			go func() {
+				if err := b.apiserverProfile(ctx, 30, filepath.Join(o.profileDir, "rss-apiserver-cpu.pprof")); err != nil {
+					logf("profiling: %v", err)
+				}
+			}()
 		}
 		if err := waitUntil(ctx, 2*b.opts.phaseTimeout, "owned PodSets caught up", func() bool { return ow.caughtUpAfter() > 0 }); err != nil {
 			return err

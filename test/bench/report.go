@@ -228,7 +228,7 @@ func writeChart(path string, rows []medianRow) error {
 		if !strings.HasSuffix(r.Figure, "(s)") || strings.HasPrefix(r.Figure, "controller") || strings.HasPrefix(r.Figure, "owners") {
 			continue
 		}
-		labels = append(labels, r.Shape+"\n"+strings.TrimSuffix(r.Figure, " (s)"))
+		labels = append(labels, r.Shape+"\n"+strings.TrimPrefix(strings.TrimSuffix(r.Figure, " (s)"), "all pods "))
 		psVals = append(psVals, zeroNaN(r.PodSet))
 		rsVals = append(rsVals, zeroNaN(r.ReplicaSet))
 		directVals = append(directVals, zeroNaN(r.Direct))
@@ -259,10 +259,14 @@ func writeChart(path string, rows []medianRow) error {
 		p.Add(bars)
 		p.Legend.Add(s.name, bars)
 	}
-	p.Legend.Top = true
+	// Legend top left, and headroom above the tallest bar so it never
+	// covers one.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Min = 0
+	p.Y.Max *= 1.3
 	p.NominalX(labels...)
 	p.X.Tick.Label.Font.Size = vg.Points(7)
-	width := vg.Length(len(labels)) * 0.75 * vg.Inch
+	width := vg.Length(len(labels)) * 0.9 * vg.Inch
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -274,4 +278,19 @@ func zeroNaN(x float64) float64 {
 		return 0
 	}
 	return x
+}
+
+// replot renders the table and chart of a saved report again, e.g. after a
+// change to the chart's layout, without rerunning the benchmark.
+func replot(jsonPath, out string) error {
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	printTable(os.Stdout, r.Medians)
+	return writeChart(filepath.Join(out, "benchmarks.png"), r.Medians)
 }
