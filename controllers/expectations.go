@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,13 @@ type expectation struct {
 	creations int
 	deletions sets.Set[types.UID]
 	setAt     time.Time
+}
+
+// expectationsKey identifies one PodSet in the expectations: by UID as well
+// as name, so that a PodSet deleted and recreated under the same name never
+// inherits, nor is satisfied by, its predecessor's pending writes.
+func expectationsKey(namespace, name string, uid types.UID) string {
+	return namespace + "/" + name + "/" + string(uid)
 }
 
 // NewExpectations returns an empty Expectations with the given timeout.
@@ -87,21 +95,30 @@ func (e *Expectations) DeletionObserved(key string, uid types.UID) {
 // Satisfied reports whether key may be acted on: nothing is pending, or what
 // is pending has waited longer than the timeout.
 func (e *Expectations) Satisfied(key string) bool {
+	return e.ExpiresIn(key) == 0
+}
+
+// ExpiresIn is how long key's pending writes may still be waited for: 0 when
+// nothing is pending or the wait is over. A PodSet left alone for that long
+// must look again by itself, since the event it waits for may never come.
+func (e *Expectations) ExpiresIn(key string) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.items[key]
-	if !ok {
-		return true
+	if !ok || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+		return 0
 	}
-	if exp.creations <= 0 && exp.deletions.Len() == 0 {
-		return true
-	}
-	return e.now().Sub(exp.setAt) > e.timeout
+	return max(0, e.timeout-e.now().Sub(exp.setAt))
 }
 
-// Forget drops everything recorded for key, once its PodSet is gone.
-func (e *Expectations) Forget(key string) {
+// Forget drops everything recorded for the PodSet namespace/name, whatever
+// its UID, once it is gone.
+func (e *Expectations) Forget(namespacedName string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.items, key)
+	for key := range e.items {
+		if strings.HasPrefix(key, namespacedName+"/") {
+			delete(e.items, key)
+		}
+	}
 }

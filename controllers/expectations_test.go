@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-const expKey = "ns/web"
+const expKey = "ns/web/uid-1"
 
 func TestExpectationsUnsetKeyIsSatisfied(t *testing.T) {
 	g := NewWithT(t)
@@ -103,7 +103,7 @@ func TestExpectationsTimeout(t *testing.T) {
 	}{
 		{name: "creation, just set", expect: expectOneCreation, elapsed: 0, want: false},
 		{name: "creation, before the timeout", expect: expectOneCreation, elapsed: timeout - time.Second, want: false},
-		{name: "creation, exactly at the timeout", expect: expectOneCreation, elapsed: timeout, want: false},
+		{name: "creation, exactly at the timeout: the wait is over", expect: expectOneCreation, elapsed: timeout, want: true},
 		{name: "creation, past the timeout", expect: expectOneCreation, elapsed: timeout + time.Nanosecond, want: true},
 		{name: "deletion, before the timeout", expect: expectOneDeletion, elapsed: timeout - time.Second, want: false},
 		{name: "deletion, past the timeout", expect: expectOneDeletion, elapsed: timeout + time.Second, want: true},
@@ -177,13 +177,17 @@ func TestExpectationsForget(t *testing.T) {
 	g := NewWithT(t)
 	e := NewExpectations(time.Minute)
 	e.ExpectCreations(expKey, 2)
-	e.ExpectCreations("ns/other", 2)
+	e.ExpectCreations("ns/web/uid-0", 2) // a predecessor of the same name
+	e.ExpectCreations("ns/other/uid-2", 2)
+	e.ExpectCreations("ns/web-2/uid-3", 2)
 
-	e.Forget(expKey)
+	e.Forget("ns/web")
 
 	g.Expect(e.Satisfied(expKey)).To(BeTrue())
 	g.Expect(e.items).NotTo(HaveKey(expKey))
-	g.Expect(e.Satisfied("ns/other")).To(BeFalse(), "Forget must drop only its key")
+	g.Expect(e.items).NotTo(HaveKey("ns/web/uid-0"))
+	g.Expect(e.Satisfied("ns/other/uid-2")).To(BeFalse(), "Forget must drop only its PodSet")
+	g.Expect(e.Satisfied("ns/web-2/uid-3")).To(BeFalse(), "a name with the same prefix is another PodSet")
 }
 
 func TestExpectationsConcurrentCreationObserved(t *testing.T) {
@@ -208,3 +212,17 @@ func TestExpectationsConcurrentCreationObserved(t *testing.T) {
 func expectOneCreation(e *Expectations) { e.ExpectCreations(expKey, 1) }
 
 func expectOneDeletion(e *Expectations) { e.ExpectDeletions(expKey, []types.UID{"a"}) }
+
+func TestExpectationsExpiresIn(t *testing.T) {
+	g := NewWithT(t)
+	clock := unitNow
+	e := NewExpectations(time.Minute)
+	e.now = func() time.Time { return clock }
+
+	g.Expect(e.ExpiresIn(expKey)).To(BeZero(), "nothing pending")
+	e.ExpectCreations(expKey, 1)
+	clock = clock.Add(20 * time.Second)
+	g.Expect(e.ExpiresIn(expKey)).To(Equal(40 * time.Second))
+	clock = clock.Add(time.Hour)
+	g.Expect(e.ExpiresIn(expKey)).To(BeZero(), "expired")
+}

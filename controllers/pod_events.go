@@ -46,8 +46,8 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 		h.deleted(pod, q)
 		return
 	}
-	if owner, ok := podSetOwner(pod); ok {
-		h.expectations.CreationObserved(owner.String())
+	if owner, uid, ok := podSetOwner(pod); ok {
+		h.expectations.CreationObserved(expectationsKey(owner.Namespace, owner.Name, uid))
 		q.Add(reconcile.Request{NamespacedName: owner})
 		return
 	}
@@ -72,8 +72,8 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 		return
 	}
 
-	oldOwner, hadOwner := podSetOwner(oldPod)
-	newOwner, hasOwner := podSetOwner(newPod)
+	oldOwner, _, hadOwner := podSetOwner(oldPod)
+	newOwner, _, hasOwner := podSetOwner(newPod)
 	if hadOwner && (!hasOwner || oldOwner != newOwner) {
 		q.Add(reconcile.Request{NamespacedName: oldOwner})
 	}
@@ -94,30 +94,30 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 
 func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
 	if pod, ok := e.Object.(*corev1.Pod); ok {
-		if owner, ok := podSetOwner(pod); ok {
+		if owner, _, ok := podSetOwner(pod); ok {
 			q.Add(reconcile.Request{NamespacedName: owner})
 		}
 	}
 }
 
 func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
-	if owner, ok := podSetOwner(pod); ok {
-		h.expectations.DeletionObserved(owner.String(), pod.UID)
+	if owner, uid, ok := podSetOwner(pod); ok {
+		h.expectations.DeletionObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
 		q.Add(reconcile.Request{NamespacedName: owner})
 	}
 }
 
-// podSetOwner is the PodSet that controls the pod, if one does.
-func podSetOwner(pod *corev1.Pod) (types.NamespacedName, bool) {
+// podSetOwner is the PodSet that controls the pod, and its UID, if one does.
+func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "PodSet" {
-		return types.NamespacedName{}, false
+		return types.NamespacedName{}, "", false
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || gv.Group != appv1alpha1.GroupVersion.Group {
-		return types.NamespacedName{}, false
+		return types.NamespacedName{}, "", false
 	}
-	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, true
+	return types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, ref.UID, true
 }
 
 // enqueueLabelledPodSet queues the PodSet an orphan's label names, the one

@@ -15,7 +15,8 @@ import (
 )
 
 // webKey is the expectations key of the PodSet ns/web the events concern.
-const webKey = unitNamespace + "/web"
+// webKey is the expectations key of unitPodSet, whose pods controlledByPodSet("web") builds.
+const webKey = unitNamespace + "/web/PodSet-web-uid"
 
 func TestPodEventHandler(t *testing.T) {
 	owned := func(name string, opts ...podOption) *corev1.Pod {

@@ -51,8 +51,13 @@ type PodSetReconciler struct {
 // podSetScope is what one reconcile of one PodSet knows and has done.
 type podSetScope struct {
 	podSet *appv1alpha1.PodSet
-	// key is the PodSet's namespace/name, its key in the expectations.
+	// key is the PodSet's key in the expectations.
 	key string
+	// expectationsWait is how long the PodSet's earlier writes may still be
+	// waited for; 0 means it may act. It is read before the pods are listed:
+	// an event observed after the list would otherwise count as seen in a
+	// list that lacks it.
+	expectationsWait time.Duration
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*corev1.Pod
@@ -85,7 +90,8 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &podSetScope{podSet: ps, key: req.String()}
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
 
 	// Without knowing which pods are the PodSet's, neither scaling nor status
 	// can be right: stop here and retry.
@@ -98,7 +104,18 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := kerrors.NewAggregate([]error{scaleErr, statusErr}); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: nextAvailabilityCheck(s.pods, minReady(ps), time.Now())}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s)}, nil
+}
+
+// nextWakeUp is when the PodSet must be looked at again without any event:
+// when a ready pod becomes available, or when writes that were never observed
+// stop being waited for.
+func nextWakeUp(s *podSetScope) time.Duration {
+	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), time.Now())
+	if w := s.expectationsWait; w > 0 && (next == 0 || w < next) {
+		next = w
+	}
+	return next
 }
 
 // updateStatus writes the status computed from the observed pods, and only

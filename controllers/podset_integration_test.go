@@ -272,6 +272,9 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 			}
 		}, "spec.resources.requests"},
+		{"negative limit", func(p *appv1alpha1.PodSet) {
+			p.Spec.Resources = &appv1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}}
+		}, "spec.resources.limits"},
 		{"unsupported resource", func(p *appv1alpha1.PodSet) {
 			p.Spec.Resources = &appv1alpha1.Resources{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 		}, "spec.resources.requests"},

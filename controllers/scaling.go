@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,7 @@ const (
 // been observed in the cache; otherwise the cache may still lack pods just
 // created (or still hold pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || !r.Expectations.Satisfied(s.key) {
+	if s.podSet.DeletionTimestamp != nil || s.expectationsWait > 0 {
 		return nil
 	}
 	s.outcome.attempted = true
@@ -70,7 +71,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, n int
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away, and the PodSet with it
 			}
-			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating pod: %v", err)
+			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", eventNote("Error creating pod: "+err.Error()))
 			return err
 		}
 		created.Add(1)
@@ -119,7 +120,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 				r.Expectations.DeletionObserved(s.key, pod.UID)
 			default:
 				r.Expectations.DeletionObserved(s.key, pod.UID)
-				r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting pod %s: %v", pod.Name, err)
+				r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "%s", eventNote("Error deleting pod "+pod.Name+": "+err.Error()))
 				errs = append(errs, err)
 			}
 		})
@@ -133,4 +134,21 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 		return fmt.Errorf("deleting pods: %w", errs[0])
 	}
 	return nil
+}
+
+// maxEventNote is the longest note the events.k8s.io API accepts.
+const maxEventNote = 1024
+
+// eventNote cuts a note to what the API accepts: a long admission webhook
+// denial would otherwise make the event itself fail.
+func eventNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	const ellipsis = "..."
+	cut := maxEventNote - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + ellipsis
 }

@@ -131,6 +131,16 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		LastTransitionTime: transition,
 	}
 	if outcome.err != nil {
+		// While the same kind of failure goes on, the condition keeps the
+		// message of its first occurrence, as the ReplicaSet controller
+		// does. The API server's error names a new generated pod on every
+		// attempt; a message that changed each time would write the status
+		// on every retry, and each status write would wake the PodSet again
+		// at once, bypassing the backoff between retries.
+		prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == outcome.failureReason {
+			return
+		}
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, outcome.err.Error()
 	}
 	meta.SetStatusCondition(&status.Conditions, c)

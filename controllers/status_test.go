@@ -457,3 +457,22 @@ func pureStatusInput() *appv1alpha1.PodSet {
 	}
 	return ps
 }
+
+// A failure that goes on keeps its first message: the API server's error
+// names a new pod each time, and rewriting it would write the status (and
+// wake the PodSet) on every retry.
+func TestReplicaFailureKeepsItsMessageWhileTheFailureGoesOn(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	first := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
+	ps.Status = computeStatus(ps, nil, first, unitNow)
+
+	again := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
+	next := computeStatus(ps, nil, again, unitNow.Add(time.Minute))
+	g.Expect(next).To(Equal(ps.Status), "an ongoing failure must not change the status")
+
+	other := scaleOutcome{attempted: true, failureReason: ReasonFailedDelete, err: errors.New("delete refused")}
+	c := meta.FindStatusCondition(computeStatus(ps, nil, other, unitNow).Conditions, appv1alpha1.ConditionReplicaFailure)
+	g.Expect(c.Reason).To(Equal(ReasonFailedDelete))
+	g.Expect(c.Message).To(Equal("delete refused"))
+}

@@ -98,12 +98,14 @@ type Resources struct {
 	// requests is the minimum amount of each resource the container needs.
 	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be requested"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="quantities must not be negative"
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 
 	// limits is the maximum amount of each resource the container may use.
 	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="only cpu, memory and ephemeral-storage may be limited"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="quantities must not be negative"
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
