@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -122,12 +123,30 @@ func nextWakeUp(s *podSetScope) time.Duration {
 // when it differs from what the PodSet already reports.
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
 	status := computeStatus(s.podSet, s.pods, s.outcome, time.Now())
-	if equality.Semantic.DeepEqual(status, s.podSet.Status) {
+	if equality.Semantic.DeepEqual(status, s.podSet.Status) || statusWriteCanWait(s.podSet.Status, status, s.outcome) {
 		return nil
 	}
 	orig := s.podSet.DeepCopy()
 	s.podSet.Status = status
 	return client.IgnoreNotFound(r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)))
+}
+
+// statusWriteCanWait reports whether a status write can be left to the next
+// reconcile: this one has just created or deleted pods, all successfully, so
+// the counts it would write are already outdated, and the watch events of
+// those very pods are bound to bring a reconcile that writes the real ones.
+// A change of the ReplicaFailure condition is written at once, since only a
+// reconcile that scales can set or clear it. On a large PodSet this saves one
+// status write per scaling step, and a custom resource's status, with its
+// list of pod names, is the API server's costliest write of the operator.
+func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scaleOutcome) bool {
+	if outcome.issued == 0 || outcome.err != nil {
+		return false
+	}
+	failing := func(st appv1alpha1.PodSetStatus) bool {
+		return meta.IsStatusConditionTrue(st.Conditions, appv1alpha1.ConditionReplicaFailure)
+	}
+	return failing(current) == failing(computed)
 }
 
 // statusChangedPredicate passes PodSet updates that change the status.

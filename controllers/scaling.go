@@ -82,6 +82,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, n int
 	for range n - int(created.Load()) {
 		r.Expectations.CreationObserved(s.key)
 	}
+	s.outcome.issued += int(created.Load())
 	if c := created.Load(); c > 0 {
 		logf.FromContext(ctx).V(1).Info("created pods", "count", c)
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", c)
@@ -126,6 +127,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 		})
 	}
 	wg.Wait()
+	s.outcome.issued += deleted
 	if deleted > 0 {
 		logf.FromContext(ctx).V(1).Info("deleted pods", "count", deleted)
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted %d pods", deleted)

@@ -31,6 +31,8 @@ type scaleOutcome struct {
 	// earlier reconcile not yet observed, or the PodSet is being deleted);
 	// the previous ReplicaFailure condition then stands.
 	attempted bool
+	// issued is how many pod creations and deletions succeeded.
+	issued int
 	// failureReason and err describe the first failed write, if any.
 	failureReason string
 	err           error
