@@ -247,14 +247,48 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sub), sub); err != nil {
 			return false, "", err
 		}
-		if sub.Status.InstalledCSV == "" {
+		// The CSV the Subscription's InstallPlan installs. Not taken from
+		// sub.Status.InstalledCSV alone: OLM v0.28 sometimes loses the race to
+		// record it (the Subscription then reports "clusterserviceversion ...
+		// exists and is not referenced by a subscription") although the
+		// InstallPlan it created completed.
+		name := sub.Status.InstalledCSV
+		if name == "" {
+			var plans operatorsv1alpha1.InstallPlanList
+			if err := k8s.List(ctx, &plans, client.InNamespace(sub.Namespace)); err != nil {
+				return false, "", err
+			}
+			for _, p := range plans.Items {
+				if metav1.IsControlledBy(&p, sub) || ownedBy(&p, sub) {
+					if len(p.Spec.ClusterServiceVersionNames) > 0 {
+						name = p.Spec.ClusterServiceVersionNames[0]
+					}
+				}
+			}
+		}
+		if name == "" {
 			return false, fmt.Sprintf("subscription state %q, conditions %v", sub.Status.State, sub.Status.Conditions), nil
 		}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: sub.Status.InstalledCSV}, csv); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: name}, csv); err != nil {
 			return false, "", err
 		}
-		return csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded,
-			fmt.Sprintf("CSV %s phase %q: %s %s", csv.Name, csv.Status.Phase, csv.Status.Reason, csv.Status.Message), nil
+		if csv.Status.Phase != operatorsv1alpha1.CSVPhaseSucceeded {
+			return false, fmt.Sprintf("CSV %s phase %q: %s %s", csv.Name, csv.Status.Phase, csv.Status.Reason, csv.Status.Message), nil
+		}
+		// The install is over only once every InstallPlan has settled: the
+		// catalog operator may still be executing a second plan (created when
+		// a Subscription status update conflicts), and would re-create
+		// whatever an uninstall deletes meanwhile.
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := k8s.List(ctx, &plans, client.InNamespace(sub.Namespace)); err != nil {
+			return false, "", err
+		}
+		for _, p := range plans.Items {
+			if p.Status.Phase != operatorsv1alpha1.InstallPlanPhaseComplete {
+				return false, fmt.Sprintf("InstallPlan %s phase %q", p.Name, p.Status.Phase), nil
+			}
+		}
+		return true, "", nil
 	})
 	if err != nil {
 		var unmet []string
@@ -320,7 +354,18 @@ func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage str
 // nothing the install created is left.
 func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1.Subscription, csv *operatorsv1alpha1.ClusterServiceVersion) {
 	t.Helper()
+	// The InstallPlans go before the CSV: until the garbage collector removes
+	// them after their Subscription, the catalog operator may execute one
+	// again and re-create the CSV (and the CRD) just deleted.
 	must(t, k8s.Delete(ctx, sub))
+	must(t, k8s.DeleteAllOf(ctx, &operatorsv1alpha1.InstallPlan{}, client.InNamespace(m.operatorNS)))
+	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := k8s.List(ctx, &plans, client.InNamespace(m.operatorNS)); err != nil {
+			return false, "", err
+		}
+		return len(plans.Items) == 0, fmt.Sprintf("%d InstallPlans left", len(plans.Items)), nil
+	}))
 	must(t, k8s.Delete(ctx, csv))
 	must(t, k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}))
 
@@ -441,4 +486,13 @@ func sameSet(a, b string) bool {
 	sort.Strings(as)
 	sort.Strings(bs)
 	return strings.Join(as, ",") == strings.Join(bs, ",")
+}
+
+func ownedBy(o, owner metav1.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
 }
