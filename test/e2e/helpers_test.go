@@ -123,10 +123,12 @@ func getPodSet(g Gomega, ctx context.Context, ns, name string) *appv1alpha1.PodS
 	return ps
 }
 
-// expectSettled waits until the PodSet has exactly replicas live pods, all
-// Running and Ready and controlled by it, and a status that reports them.
-func expectSettled(t *testing.T, ns, name string, replicas int) {
+// expectSettled waits until the sample PodSet in ns has exactly replicas live
+// pods, all Running and Ready and controlled by it, and a status that reports
+// them.
+func expectSettled(t *testing.T, ns string, replicas int) {
 	t.Helper()
+	name := sample
 	step("waiting for %s/%s to settle at %d Running and Ready pods", ns, name, replicas)
 	Eventually(func(g Gomega) {
 		ps := getPodSet(g, t.Context(), ns, name)

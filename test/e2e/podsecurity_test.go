@@ -38,7 +38,7 @@ func testPodSecurityRestricted(t *testing.T) {
 
 	step("the operand pods are admitted there and become Ready")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	mustKubectl(t, "delete", "podset", sample, "-n", ns)
 }
 

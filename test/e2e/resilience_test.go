@@ -19,7 +19,7 @@ func testHandDeletedPods(t *testing.T) {
 	ns := newNamespace(t, "e2e-hand-delete", nil)
 	w := watchPods(t, ns, sample)
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	maxLive, created := w.stats()
 	Expect(maxLive).To(Equal(3), "most live pods at once while creating 3")
 	Expect(created).To(Equal(3), "pods created for 3 replicas")
@@ -28,7 +28,7 @@ func testHandDeletedPods(t *testing.T) {
 	w.reset()
 	step("deleting 2 of the 3 pods by hand")
 	mustKubectl(t, "delete", "pod", "-n", ns, "--wait=false", pods[0].Name, pods[1].Name)
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	maxLive, created = w.stats()
 	Expect(maxLive).To(BeNumerically("<=", 3), "most live pods at once")
 	Expect(created).To(Equal(2), "pods created to replace 2 deleted ones")
@@ -36,7 +36,7 @@ func testHandDeletedPods(t *testing.T) {
 	step("deleting the rest of the pods at once")
 	w.reset()
 	mustKubectl(t, "delete", "pods", "-n", ns, "--wait=false", "-l", podSetLabel+"="+sample)
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	maxLive, created = w.stats()
 	Expect(maxLive).To(BeNumerically("<=", 3), "most live pods at once")
 	Expect(created).To(Equal(3), "pods created to replace 3 deleted ones")
@@ -50,7 +50,7 @@ func testOperatorKilledMidScale(t *testing.T) {
 	ns := newNamespace(t, "e2e-restart", nil)
 	w := watchPods(t, ns, sample)
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 
 	const up = 25
 	step("scaling to %d and killing the operator as soon as the first new pod appears", up)
@@ -62,7 +62,7 @@ func testOperatorKilledMidScale(t *testing.T) {
 	_, createdBeforeKill := w.stats()
 	step("%d of %d new pods existed when the operator was killed; restarting it", createdBeforeKill, up-3)
 	Expect(env.operator.start()).To(Succeed())
-	expectSettled(t, ns, sample, up)
+	expectSettled(t, ns, up)
 	maxLive, created := w.stats()
 	Expect(maxLive).To(BeNumerically("<=", up), "most live pods at once")
 	Expect(created).To(Equal(up-3), "pods created to go from 3 to %d", up)
@@ -76,7 +76,7 @@ func testOperatorKilledMidScale(t *testing.T) {
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
 	env.operator.kill()
 	Expect(env.operator.start()).To(Succeed())
-	expectSettled(t, ns, sample, down)
+	expectSettled(t, ns, down)
 	maxLive, created = w.stats()
 	Expect(maxLive).To(BeNumerically("<=", up), "most live pods at once")
 	Expect(created).To(Equal(0), "pods created while scaling down")
@@ -86,7 +86,7 @@ func testOperatorKilledMidScale(t *testing.T) {
 	w.reset()
 	mustKubectl(t, "delete", "pods", "-n", ns, "--wait=false", "-l", podSetLabel+"="+sample)
 	Expect(env.operator.start()).To(Succeed())
-	expectSettled(t, ns, sample, down)
+	expectSettled(t, ns, down)
 	maxLive, created = w.stats()
 	Expect(maxLive).To(BeNumerically("<=", down), "most live pods at once")
 	Expect(created).To(Equal(down), "pods created to replace %d deleted ones", down)
@@ -100,12 +100,12 @@ func testOperatorKilledMidScale(t *testing.T) {
 func testReleaseAndAdopt(t *testing.T) {
 	ns := newNamespace(t, "e2e-adopt", nil)
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	victim := livePods(Default, t.Context(), ns, sample)[0].Name
 
 	step("removing the %s label from pod %s", podSetLabel, victim)
 	mustKubectl(t, "label", "pod", victim, "-n", ns, podSetLabel+"-")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	Eventually(func(g Gomega) {
 		var pod corev1.Pod
 		g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: victim}, &pod)).To(Succeed())
@@ -115,7 +115,7 @@ func testReleaseAndAdopt(t *testing.T) {
 
 	step("putting the label back: the orphan is adopted and one pod too many is deleted")
 	mustKubectl(t, "label", "pod", victim, "-n", ns, podSetLabel+"="+sample)
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	var all corev1.PodList
 	Expect(env.admin.List(t.Context(), &all, client.InNamespace(ns))).To(Succeed())
 	for _, p := range all.Items {

@@ -21,16 +21,16 @@ func testTutorialFlow(t *testing.T) {
 
 	step("applying the sample: 3 pods")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 	expectOperatorLabels(t, ns, sample)
 
 	step("patching replicas to 5")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
-	expectSettled(t, ns, sample, 5)
+	expectSettled(t, ns, 5)
 
 	step("patching replicas to 1")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":1}}`)
-	expectSettled(t, ns, sample, 1)
+	expectSettled(t, ns, 1)
 
 	step("showing the PodSet as a user sees it")
 	mustKubectl(t, "get", "podsets,pods", "-n", ns, "-o", "wide")
@@ -65,11 +65,11 @@ func expectOperatorLabels(t *testing.T, ns, name string) {
 func testScaleSubresource(t *testing.T) {
 	ns := newNamespace(t, "e2e-scale", nil)
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
-	expectSettled(t, ns, sample, 3)
+	expectSettled(t, ns, 3)
 
 	step("kubectl scale --replicas=4 goes through the scale subresource")
 	mustKubectl(t, "scale", "podset", sample, "-n", ns, "--replicas=4")
-	expectSettled(t, ns, sample, 4)
+	expectSettled(t, ns, 4)
 
 	step("reading the scale subresource directly")
 	var scale struct {

@@ -76,7 +76,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err == nil {
 			break
 		}
-		c.stopProcesses()
+		// A failed attempt's processes must go before the next one takes
+		// new ports; what they say on the way out changes nothing.
+		_ = c.stopProcesses()
 		var exited errExited
 		if !errors.As(err, &exited) || attempt == startAttempts || ctx.Err() != nil {
 			_ = c.Stop()

@@ -40,7 +40,7 @@ func TestCluster(t *testing.T) {
 	ctx := t.Context()
 	a, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Nodes: 2, Out: t.Output()})
 	Expect(err).NotTo(HaveOccurred())
-	defer a.Stop()
+	defer func() { Expect(a.Stop()).To(Succeed()) }()
 	b, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Nodes: 1, Out: t.Output()})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(b.RESTConfig().Host).NotTo(Equal(a.RESTConfig().Host))

@@ -36,7 +36,7 @@ func waitFor(ctx context.Context, what string, watched []*process, check func(co
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+			return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), last)
 		case <-tick.C:
 		}
 	}
