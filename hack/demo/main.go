@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/example/podset-operator/test/localcluster"
 )
@@ -72,7 +71,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer op.stop()
+	defer func() { _ = op.Stop() }()
 
 	banner("applying " + *sample)
 	if err := k.run(ctx, "get", "nodes", "-L", "kubernetes.io/os,kubernetes.io/arch"); err != nil {
@@ -118,7 +117,7 @@ Press Ctrl-C here to stop the operator and the cluster.
 `, opLog, c.KubeconfigPath(), mustAbs(*binDir))
 	select {
 	case <-ctx.Done():
-	case <-op.done:
+	case <-op.Done():
 		return errors.New("the operator exited; see " + opLog)
 	}
 	return nil
@@ -164,37 +163,15 @@ func (k kubectl) showStatus(ctx context.Context, name string) error {
 	return nil
 }
 
-type operator struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 // startOperator runs the manager like `make run` does, with the cluster's
 // admin kubeconfig; its own process group keeps Ctrl-C away from it so it is
 // stopped in order, after the demo prints its last words.
-func startOperator(bin, kubeconfig, logPath string) (*operator, error) {
-	logFile, err := os.Create(logPath)
+func startOperator(bin, kubeconfig, logPath string) (*localcluster.Process, error) {
+	op, err := localcluster.StartProcess("operator", bin,
+		[]string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"},
+		nil, logPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (run `make demo`, which builds it)", err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w (run `make demo`, which builds it)", bin, err)
-	}
-	op := &operator{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(op.done) }()
 	return op, nil
-}
-
-func (o *operator) stop() {
-	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-o.done
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -164,71 +163,56 @@ func conditionStatus(ps *appv1alpha1.PodSet, typ string) metav1.ConditionStatus 
 }
 
 // operatorProcess is the manager binary running as a separate process, as
-// `make run` runs it, but with the ServiceAccount's kubeconfig.
+// `make run` runs it, but with the ServiceAccount's kubeconfig. It can be
+// stopped and started again.
 type operatorProcess struct {
 	bin, kubeconfig, logPath string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *localcluster.Process
 }
 
 func (o *operatorProcess) start() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	logFile, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if f, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintf(f, "----- operator started at %s -----\n", time.Now().Format(time.RFC3339Nano))
+		_ = f.Close()
+	}
+	// Ports: metrics off, health probes on a port the kernel picks, so two
+	// suites on one machine do not collide.
+	proc, err := localcluster.StartProcess("operator", o.bin,
+		[]string{"--kubeconfig=" + o.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"},
+		[]string{"WATCH_NAMESPACE="}, o.logPath)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logFile, "----- operator started at %s -----\n", time.Now().Format(time.RFC3339Nano))
-	// Ports: metrics off, health probes on a port the kernel picks, so two
-	// suites on one machine do not collide.
-	cmd := exec.Command(o.bin, "--kubeconfig="+o.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "WATCH_NAMESPACE=")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	step("operator started (pid %d), log: %s", cmd.Process.Pid, o.logPath)
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(done)
-	}()
-	o.cmd, o.done = cmd, done
+	step("operator started (pid %d), log: %s", proc.Pid(), o.logPath)
+	o.proc = proc
 	return nil
 }
 
 // kill ends the operator abruptly (SIGKILL), as a node failure or OOM kill
 // would: no cleanup, no graceful shutdown of its workers.
 func (o *operatorProcess) kill() {
-	o.signal(syscall.SIGKILL)
+	o.end((*localcluster.Process).Kill, "SIGKILL")
 }
 
 // stop ends the operator gracefully.
 func (o *operatorProcess) stop() {
-	o.signal(syscall.SIGTERM)
+	o.end((*localcluster.Process).Stop, "SIGTERM")
 }
 
-func (o *operatorProcess) signal(sig syscall.Signal) {
+func (o *operatorProcess) end(how func(*localcluster.Process) error, what string) {
 	o.mu.Lock()
-	cmd, done := o.cmd, o.done
-	o.cmd = nil
+	proc := o.proc
+	o.proc = nil
 	o.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-	step("operator stopped with %s", sig)
+	_ = how(proc)
+	step("operator stopped with %s", what)
 }
 
 // running reports whether the operator process is alive; a crashed operator
@@ -236,15 +220,11 @@ func (o *operatorProcess) signal(sig syscall.Signal) {
 func (o *operatorProcess) running() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cmd == nil {
+	if o.proc == nil {
 		return false
 	}
-	select {
-	case <-o.done:
-		return false
-	default:
-		return true
-	}
+	exited, _ := o.proc.Exited()
+	return !exited
 }
 
 func (o *operatorProcess) printLogTail(n int) {

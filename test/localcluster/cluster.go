@@ -25,7 +25,7 @@ type Cluster struct {
 	admin       *rest.Config
 
 	mu      sync.Mutex
-	procs   []*process // in start order
+	procs   []*Process // in start order
 	stopped bool
 }
 
@@ -113,7 +113,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, "etcd", []*process{etcd},
+	if err := waitFor(ctx, "etcd", []*Process{etcd},
 		httpOK(fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.etcdClient))); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, "kube-apiserver", []*process{etcd, apiserver}, apiserverReady(admin)); err != nil {
+	if err := waitFor(ctx, "kube-apiserver", []*Process{etcd, apiserver}, apiserverReady(admin)); err != nil {
 		return err
 	}
 
@@ -152,7 +152,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	all := []*process{etcd, apiserver, kcm, scheduler, kwok}
+	all := []*Process{etcd, apiserver, kcm, scheduler, kwok}
 	for _, hc := range []struct {
 		name string
 		port int
@@ -183,7 +183,7 @@ func (c *Cluster) start(ctx context.Context) error {
 }
 
 // run starts one component and records it for Stop.
-func (c *Cluster) run(ctx context.Context, name string, args, env []string) (*process, error) {
+func (c *Cluster) run(ctx context.Context, name string, args, env []string) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (c *Cluster) run(ctx context.Context, name string, args, env []string) (*pr
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
-		_ = p.stop()
+		_ = p.Stop()
 		return nil, errors.New("cluster stopped")
 	}
 	c.procs = append(c.procs, p)
@@ -270,7 +270,7 @@ func (c *Cluster) stopProcesses() error {
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		c.logf("stopping %s", procs[i].name)
-		errs = append(errs, procs[i].stop())
+		errs = append(errs, procs[i].Stop())
 	}
 	return errors.Join(errs...)
 }

@@ -21,14 +21,14 @@ func (e errExited) Unwrap() error { return e.err }
 
 // waitFor polls check every 200ms until it returns nil, ctx ends, or one of
 // the watched processes exits (then there is no point in waiting further).
-func waitFor(ctx context.Context, what string, watched []*process, check func(context.Context) error) error {
+func waitFor(ctx context.Context, what string, watched []*Process, check func(context.Context) error) error {
 	var last error
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		for _, p := range watched {
-			if gone, err := p.exited(); gone {
-				return errExited{fmt.Errorf("waiting for %s: %w (see %s)", what, err, p.log.Name())}
+			if gone, err := p.Exited(); gone {
+				return errExited{fmt.Errorf("waiting for %s: %w (see %s)", what, err, p.LogPath())}
 			}
 		}
 		if last = check(ctx); last == nil {

@@ -30,7 +30,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -296,16 +295,10 @@ func createNamespace(ctx context.Context, name string) error {
 
 // ---- child processes ----
 
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
-}
-
+// procs are the processes this suite started, in start order.
 var (
 	procsMu sync.Mutex
-	procs   []*proc
+	procs   []*localcluster.Process
 )
 
 // start runs a child process with its output in logDir/NAME.log. It gets its
@@ -316,58 +309,28 @@ func start(name, bin string, args []string, env ...string) error {
 	return err
 }
 
-func startProc(name, bin string, args []string, env ...string) (*proc, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func startProc(name, bin string, args []string, env ...string) (*localcluster.Process, error) {
+	p, err := localcluster.StartProcess(name, bin, args, env, filepath.Join(logDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	procsMu.Lock()
 	procs = append(procs, p)
 	procsMu.Unlock()
 	return p, nil
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after 10s.
-func (p *proc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+// exited reports whether p has ended.
+func exited(p *localcluster.Process) bool {
+	gone, _ := p.Exited()
+	return gone
 }
 
 func stopAll() {
 	procsMu.Lock()
 	defer procsMu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop()
+		_ = procs[i].Stop()
 	}
 	procs = nil
 }

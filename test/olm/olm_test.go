@@ -164,8 +164,8 @@ func exercise(t *testing.T, m mode) {
 	}
 
 	err := poll(ctx, 3*time.Minute, func() (bool, string, error) {
-		if manager.exited() {
-			return false, "", fmt.Errorf("the manager exited:\n%s", tail(manager.log, 40))
+		if exited(manager) {
+			return false, "", fmt.Errorf("the manager exited:\n%s", tail(manager.LogPath(), 40))
 		}
 		got := &appv1alpha1.PodSet{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), got); err != nil {
@@ -181,7 +181,7 @@ func exercise(t *testing.T, m mode) {
 		return ok, fmt.Sprintf("status %+v, %d owned pods", s, len(pods)), nil
 	})
 	if err != nil {
-		t.Fatalf("the alm-example PodSet did not converge: %v\nmanager log:\n%s", err, tail(manager.log, 40))
+		t.Fatalf("the alm-example PodSet did not converge: %v\nmanager log:\n%s", err, tail(manager.LogPath(), 40))
 	}
 	t.Logf("PodSet %s/%s converged to %d ready pods", ps.Namespace, ps.Name, want)
 
@@ -203,7 +203,7 @@ func exercise(t *testing.T, m mode) {
 	// e.g. blockOwnerDeletion checks while the API server's RESTMapper has not
 	// yet discovered the CRD OLM just created; those pass with a retry.)
 	const denial = `forbidden: User "system:serviceaccount:`
-	if log, _ := os.ReadFile(manager.log); strings.Contains(string(log), denial) {
+	if log, _ := os.ReadFile(manager.LogPath()); strings.Contains(string(log), denial) {
 		t.Errorf("the manager hit RBAC denials with the CSV's ServiceAccount:\n%s", grep(string(log), denial))
 	}
 
@@ -235,7 +235,7 @@ func exercise(t *testing.T, m mode) {
 		}
 		return n == 0, fmt.Sprintf("%d PodSet pods left in %s", n, m.podsetNS), nil
 	}))
-	manager.stop()
+	_ = manager.Stop()
 
 	uninstall(t, ctx, m, sub, csv)
 }
@@ -315,7 +315,7 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 
 // startManager runs the operator binary with a token of the ServiceAccount
 // OLM created for the CSV, and the environment the CSV's Deployment gives it.
-func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage string) *proc {
+func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage string) *localcluster.Process {
 	t.Helper()
 	cfg, err := cluster.ServiceAccountConfig(ctx, ns, operatorName, time.Hour)
 	must(t, err)
@@ -331,10 +331,10 @@ func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage str
 		"--metrics-bind-address=0",
 	}, "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+watch, "RELATED_IMAGE_PODSET="+operandImage)
 	must(t, err)
-	t.Cleanup(p.stop)
+	t.Cleanup(func() { _ = p.Stop() })
 	err = poll(ctx, time.Minute, func() (bool, string, error) {
-		if p.exited() {
-			return false, "", fmt.Errorf("the manager exited:\n%s", tail(p.log, 40))
+		if exited(p) {
+			return false, "", fmt.Errorf("the manager exited:\n%s", tail(p.LogPath(), 40))
 		}
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(probe) + "/readyz")
 		if err != nil {
