@@ -77,6 +77,9 @@ func runSuite(m *testing.M) int {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start fails after launching the control plane when the CRDs do
+		// not install (an invalid CEL rule, say): stop what it started.
+		_ = env.Stop()
 		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
 		return 1
 	}
