@@ -8,24 +8,23 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/example/podset-operator/test/localcluster"
 )
 
 // operator is the manager binary running as a child process, as it runs in a
 // cluster: its own process, so that its RSS and CPU time are its own and its
 // client's request counter is not mixed with the benchmark's.
 type operator struct {
-	cmd        *exec.Cmd
+	proc       *localcluster.Process
 	logPath    string
 	metricsURL string
 	pprofURL   string
-	done       chan struct{}
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
@@ -62,7 +61,6 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 	op := &operator{
 		logPath:    filepath.Join(logDir, name+".log"),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
-		done:       make(chan struct{}),
 	}
 	if withPprof {
 		pprofPort, err := freePort()
@@ -73,24 +71,15 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 		op.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
 	}
 	args = append(args, extraArgs...)
-	logFile, err := os.Create(op.logPath)
-	if err != nil {
-		return nil, err
+	_ = os.Remove(op.logPath) // a fresh log per phase
+	if op.proc, err = localcluster.StartProcess("operator", bin, args, nil, op.logPath); err != nil {
+		return nil, fmt.Errorf("%w (make bench builds it)", err)
 	}
-	op.cmd = exec.Command(bin, args...)
-	op.cmd.Stdout, op.cmd.Stderr = logFile, logFile
-	// Its own process group, and killed with the benchmark if that dies.
-	op.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := op.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w (make bench builds it)", bin, err)
-	}
-	go func() { _ = op.cmd.Wait(); _ = logFile.Close(); close(op.done) }()
 
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		select {
-		case <-op.done:
+		case <-op.proc.Done():
 			return nil, fmt.Errorf("the operator exited during start; see %s", op.logPath)
 		case <-ctx.Done():
 			op.stop()
@@ -109,24 +98,10 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 	}
 }
 
-func (o *operator) pid() int { return o.cmd.Process.Pid }
+func (o *operator) pid() int { return o.proc.Pid() }
 
-// stop terminates the operator; once it has exited, stop does nothing (its
-// process group ID could by then belong to someone else).
-func (o *operator) stop() {
-	select {
-	case <-o.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-o.done
-	}
-}
+// stop terminates the operator; once it has exited, stop does nothing.
+func (o *operator) stop() { _ = o.proc.Stop() }
 
 // requestCounts is the operator's rest_client_requests_total by HTTP method.
 type requestCounts map[string]float64
