@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,28 +26,16 @@ type operator struct {
 	pprofURL   string
 }
 
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before the operator binds it; on loopback in a benchmark that is
-// unlikely enough, and the operator would then fail to start visibly.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startOperator runs the manager with the cluster-admin kubeconfig, plain
 // HTTP metrics on loopback, and pprof when withPprof. It returns once the
 // PodSet controller's workers run, i.e. its caches are synced, so that a
 // phase's clock does not include the operator's start.
 func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, withPprof bool, extraArgs ...string) (*operator, error) {
-	metricsPort, err := freePort()
+	metricsPort, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
+	probePort, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +50,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 	}
 	if withPprof {
-		pprofPort, err := freePort()
+		pprofPort, err := localcluster.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,18 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago, for a
+// process started next to the cluster (the operator's metrics or probes).
+// Another process could take it first; the process then fails to start,
+// visibly.
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
 // clusterPorts are the loopback ports of one cluster.
 type clusterPorts struct {
 	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int

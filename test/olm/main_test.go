@@ -161,11 +161,11 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}
-	pprof, err := freePort()
+	pprof, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -355,15 +355,6 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // poll calls check every 250ms until it reports done, fails, or timeout

@@ -321,7 +321,7 @@ func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage str
 	must(t, err)
 	kubeconfig := filepath.Join(logDir, "manager-"+ns+".kubeconfig")
 	must(t, localcluster.WriteKubeconfig(kubeconfig, cfg))
-	probe, err := freePort()
+	probe, err := localcluster.FreePort()
 	must(t, err)
 	// Leader election is off: outside a pod the manager cannot discover its
 	// namespace. Metrics are off: the port would collide with other runs.
