@@ -85,7 +85,7 @@ verify-generated: generate manifests ## Fail when generated files differ from wh
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suite (real kube-apiserver and etcd), with the race detector.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test -race ./api/... ./controllers/... ./test/bundle/... . -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test -race -count=1 ./api/... ./controllers/... ./test/bundle/... . -coverprofile cover.out
 
 ##@ Build
 
