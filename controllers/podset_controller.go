@@ -158,10 +158,6 @@ func statusChangedPredicate() predicate.Funcs {
 	}}
 }
 
-func minReady(ps *appv1alpha1.PodSet) time.Duration {
-	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
-}
-
 func (r *PodSetReconciler) burstReplicas() int {
 	if r.BurstReplicas > 0 {
 		return r.BurstReplicas

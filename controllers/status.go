@@ -46,7 +46,7 @@ func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, outcome scaleOutc
 	status := *ps.Status.DeepCopy()
 	desired := ps.DesiredReplicas()
 
-	setReplicaCounts(&status, pods, time.Duration(ps.Spec.MinReadySeconds)*time.Second, now)
+	setReplicaCounts(&status, pods, minReady(ps), now)
 	status.Selector = podSelector(ps).String()
 	status.ObservedGeneration = ps.Generation
 
@@ -162,4 +162,9 @@ func nextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.
 		}
 	}
 	return next
+}
+
+// minReady is how long a pod must be Ready before it counts as available.
+func minReady(ps *appv1alpha1.PodSet) time.Duration {
+	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
 }
