@@ -78,6 +78,7 @@ func main() {
 		operandImage = controllers.DefaultOperandImage
 	}
 
+	pods := controllers.NewPodIndex()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
@@ -86,7 +87,7 @@ func main() {
 		LeaderElection:                enableLeaderElection,
 		LeaderElectionID:              "podset-operator.app.example.com",
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(namespaces),
+		Cache:                         controllers.CacheOptions(namespaces, pods),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")
@@ -99,6 +100,7 @@ func main() {
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("podset-controller"),
+		Pods:                    pods,
 		DefaultImage:            operandImage,
 		BurstReplicas:           burstReplicas,
 		MaxConcurrentReconciles: maxConcurrentReconciles,

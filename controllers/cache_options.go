@@ -11,9 +11,12 @@ import (
 // parts of the pod the reconciler reads (see slimPod). The operator's memory
 // then grows with its own pods, not with the rest of the cluster's, and by
 // as little as possible per pod.
+// The pod informers are built with the indexes of pods, which the
+// reconciler reads through without copies.
 // An empty namespaces list watches every namespace.
-func CacheOptions(namespaces []string) cache.Options {
+func CacheOptions(namespaces []string, pods *PodIndex) cache.Options {
 	opts := cache.Options{
+		NewInformer:      pods.newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: ManagedPodsSelector(), Transform: slimPod},

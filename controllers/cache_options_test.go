@@ -14,7 +14,7 @@ import (
 func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 	g := NewWithT(t)
 
-	opts := CacheOptions(nil)
+	opts := CacheOptions(nil, NewPodIndex())
 
 	g.Expect(opts.ByObject).To(HaveLen(1))
 	var podCache *cache.ByObject
@@ -33,7 +33,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 
 func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	g := NewWithT(t)
-	opts := CacheOptions(nil)
+	opts := CacheOptions(nil, NewPodIndex())
 	g.Expect(opts.DefaultTransform).NotTo(BeNil())
 	pod := unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
@@ -63,7 +63,7 @@ func TestCacheOptionsNamespaces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 
-			opts := CacheOptions(tt.namespaces)
+			opts := CacheOptions(tt.namespaces, NewPodIndex())
 
 			if tt.want == nil {
 				g.Expect(opts.DefaultNamespaces).To(BeNil())
@@ -80,7 +80,7 @@ func TestCacheOptionsNamespaces(t *testing.T) {
 func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	g := NewWithT(t)
 	var transform func(any) (any, error)
-	for obj, byObject := range CacheOptions(nil).ByObject {
+	for obj, byObject := range CacheOptions(nil, NewPodIndex()).ByObject {
 		if _, ok := obj.(*corev1.Pod); ok {
 			transform = byObject.Transform
 		}

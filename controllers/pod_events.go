@@ -109,7 +109,7 @@ func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
 
 // podSetOwner is the PodSet that controls the pod, and its UID, if one does.
 func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
-	ref := metav1.GetControllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "PodSet" {
 		return types.NamespacedName{}, "", false
 	}
@@ -124,7 +124,7 @@ func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
 // that may adopt it. Pods controlled by something else are none of its
 // business.
 func enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
-	if metav1.GetControllerOf(pod) != nil {
+	if metav1.GetControllerOfNoCopy(pod) != nil {
 		return
 	}
 	if name := pod.Labels[LabelPodSet]; name != "" {

@@ -10,6 +10,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type PodSetReconciler struct {
 	Recorder  events.EventRecorder
 	// Expectations is shared with the pod event handler.
 	Expectations *Expectations
+	// Pods finds the PodSet's pods in the manager's cache; it must be the
+	// PodIndex given to CacheOptions.
+	Pods *PodIndex
 	// DefaultImage is the operand image of PodSets that name none.
 	DefaultImage string
 	// BurstReplicas caps the pods created or deleted per reconcile;
@@ -170,8 +174,8 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Expectations == nil {
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
-	if err := IndexPodFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
+	if r.Pods == nil {
+		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes bump the generation. Status changes wake the PodSet

@@ -91,11 +91,12 @@ func runSuite(m *testing.M) int {
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)
 
+	pods := NewPodIndex()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(nil),
+		Cache:                  CacheOptions(nil, pods),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
@@ -108,6 +109,7 @@ func runSuite(m *testing.M) int {
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("podset-controller"),
+		Pods:                    pods,
 		DefaultImage:            testOperandImage,
 		MaxConcurrentReconciles: 5,
 	}).SetupWithManager(ctx, mgr); err != nil {

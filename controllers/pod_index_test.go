@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// podIndexWith builds a PodIndex with one pod informer per slice of pods, as
+// the manager does for each watched namespace, and fills their stores
+// without starting them.
+func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *PodIndex {
+	t.Helper()
+	x := NewPodIndex()
+	for _, pods := range stores {
+		informer := x.newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+			toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		for _, pod := range pods {
+			if err := informer.GetStore().Add(pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return x
+}
+
+func TestPodIndexCandidates(t *testing.T) {
+	ps := unitPodSet(3) // "web" in unitNamespace
+	owned := unitPod("owned", controlledByPodSet("web"), withPodLabels(podLabels(ps)))
+	ownedRelabelled := unitPod("owned-relabelled", controlledByPodSet("web"), withPodLabels(map[string]string{"app": "other"}))
+	orphan := unitPod("orphan", withPodLabels(podLabels(ps)))
+	othersLabelled := unitPod("others", controlledBy("apps/v1", "ReplicaSet", "web"), withPodLabels(podLabels(ps)))
+	namesakeElsewhere := unitPod("elsewhere", withPodLabels(podLabels(ps)))
+	namesakeElsewhere.Namespace = "other-ns"
+	otherPodSet := unitPod("other-podset", controlledByPodSet("api"), withPodLabels(map[string]string{LabelPodSet: "api"}))
+
+	tests := []struct {
+		name   string
+		stores [][]*corev1.Pod
+		want   []*corev1.Pod
+	}{
+		{
+			name:   "controlled pods, whatever their labels, and pods labelled for the PodSet",
+			stores: [][]*corev1.Pod{{owned, ownedRelabelled, orphan, othersLabelled, otherPodSet}},
+			want:   []*corev1.Pod{owned, ownedRelabelled, orphan, othersLabelled},
+		},
+		{
+			name:   "a labelled pod in another namespace is not a candidate",
+			stores: [][]*corev1.Pod{{owned, namesakeElsewhere}},
+			want:   []*corev1.Pod{owned},
+		},
+		{
+			name:   "one informer per namespace: every one is asked",
+			stores: [][]*corev1.Pod{{owned}, {orphan, otherPodSet}, {namesakeElsewhere}},
+			want:   []*corev1.Pod{owned, orphan},
+		},
+		{
+			name:   "no pods",
+			stores: [][]*corev1.Pod{{otherPodSet}},
+			want:   nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			x := podIndexWith(t, tt.stores...)
+
+			got, err := x.candidates(ps.Namespace, ps.Name, ps.UID)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(ConsistOf(identicalTo(tt.want)...), "each pod once, and the cached object itself")
+		})
+	}
+}
+
+// identicalTo matches each element by pointer identity: the index must hand
+// out the cached objects, not copies.
+func identicalTo(pods []*corev1.Pod) []any {
+	out := make([]any, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, BeIdenticalTo(p))
+	}
+	return out
+}
+
+func TestPodIndexBeforeTheCacheStarts(t *testing.T) {
+	g := NewWithT(t)
+	_, err := NewPodIndex().candidates("ns", "web", "uid")
+	g.Expect(err).To(MatchError(errPodCacheNotStarted))
+}
+
+func TestPodIndexLeavesOtherInformersAlone(t *testing.T) {
+	g := NewWithT(t)
+	x := NewPodIndex()
+
+	informer := x.newInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveLen(1), "only controller-runtime's namespace index")
+	_, err := x.candidates("ns", "web", "uid")
+	g.Expect(err).To(MatchError(errPodCacheNotStarted), "a ConfigMap informer is not a pod informer")
+}
+
+func TestPodIndexKeepsControllerRuntimesIndexes(t *testing.T) {
+	g := NewWithT(t)
+	x := NewPodIndex()
+
+	informer := x.newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(toolscache.NamespaceIndex))
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podControllerUIDIndex))
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podSetLabelIndex))
+}
