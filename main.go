@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -49,6 +50,7 @@ func main() {
 		secureMetrics, enableHTTP2        bool
 		maxConcurrentReconciles           int
 		burstReplicas                     int
+		statusWriteInterval               time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to; 0 disables them.")
@@ -58,6 +60,7 @@ func main() {
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default against the HTTP/2 Rapid Reset and Stream Cancellation CVEs.")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 5, "How many PodSets are reconciled at once.")
 	flag.IntVar(&burstReplicas, "burst-replicas", controllers.DefaultBurstReplicas, "The most pods created or deleted for one PodSet in one reconcile.")
+	flag.DurationVar(&statusWriteInterval, "status-write-interval", controllers.DefaultStatusWriteInterval, "The shortest time between two status writes of one PodSet while its pods are still being created, deleted or becoming available; the status of a settled PodSet, and a ReplicaFailure change, are written at once. 0 writes every change.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -104,6 +107,7 @@ func main() {
 		DefaultImage:            operandImage,
 		BurstReplicas:           burstReplicas,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
+		StatusWriteInterval:     statusWriteInterval,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		setupLog.Error(err, "unable to create the controller", "controller", "PodSet")
 		os.Exit(1)

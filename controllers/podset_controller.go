@@ -1,11 +1,13 @@
 // Package controllers holds the PodSet reconciler.
 //
 // podset_controller.go orchestrates one reconcile; each concern lives in its
-// own file: pod_ownership.go (which pods are the PodSet's: adoption and
-// release), scaling.go (creating and deleting pods under expectations.go),
-// slow_start.go, deletion_ranking.go, pod_template.go (what a pod looks like),
-// status.go (what the status says), pod_events.go (which pod events wake which
-// PodSet) and cache_options.go (what the manager caches).
+// own file: pod_index.go (the cached pods by controller and label),
+// pod_ownership.go (which pods are the PodSet's: adoption and release),
+// scaling.go (creating and deleting pods under expectations.go),
+// slow_start.go, deletion_ranking.go, pod_template.go (what a pod looks
+// like), status.go (what the status says), status_pacing.go (when it is
+// written), pod_events.go (which pod events wake which PodSet) and
+// cache_options.go (what the manager caches).
 package controllers
 
 import (
@@ -15,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -51,6 +52,11 @@ type PodSetReconciler struct {
 	BurstReplicas int
 	// MaxConcurrentReconciles is how many PodSets are reconciled at once.
 	MaxConcurrentReconciles int
+	// StatusWriteInterval is the shortest time between two status writes
+	// of a PodSet that is still converging; 0 writes every change.
+	StatusWriteInterval time.Duration
+
+	statusPacer *statusPacer
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -68,6 +74,9 @@ type podSetScope struct {
 	pods []*corev1.Pod
 	// outcome is what the scaling phase did.
 	outcome scaleOutcome
+	// statusWait is how long until a status write held back by the pacer
+	// is due; 0 when none is held back.
+	statusWait time.Duration
 }
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
@@ -92,6 +101,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// Gone: the garbage collector deletes its pods through their
 			// ownerReferences; only our bookkeeping is left to drop.
 			r.Expectations.Forget(req.String())
+			r.statusPacer.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -113,44 +123,42 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // nextWakeUp is when the PodSet must be looked at again without any event:
-// when a ready pod becomes available, or when writes that were never observed
-// stop being waited for.
+// when a ready pod becomes available, when writes that were never observed
+// stop being waited for, or when a paced status write is due.
 func nextWakeUp(s *podSetScope) time.Duration {
 	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), time.Now())
-	if w := s.expectationsWait; w > 0 && (next == 0 || w < next) {
-		next = w
+	for _, w := range []time.Duration{s.expectationsWait, s.statusWait} {
+		if w > 0 && (next == 0 || w < next) {
+			next = w
+		}
 	}
 	return next
 }
 
-// updateStatus writes the status computed from the observed pods, and only
-// when it differs from what the PodSet already reports.
+// updateStatus writes the status computed from the observed pods, when it
+// differs from what the PodSet already reports and is worth a write now (see
+// status_pacing.go).
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
-	status := computeStatus(s.podSet, s.pods, s.outcome, time.Now())
-	if equality.Semantic.DeepEqual(status, s.podSet.Status) || statusWriteCanWait(s.podSet.Status, status, s.outcome) {
+	now := time.Now()
+	status := computeStatus(s.podSet, s.pods, s.outcome, now)
+	switch {
+	case equality.Semantic.DeepEqual(status, s.podSet.Status):
 		return nil
+	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
+		r.statusPacer.wrote(s.key, now)
+		return nil
+	case !statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas()):
+		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
+			return nil
+		}
 	}
 	orig := s.podSet.DeepCopy()
 	s.podSet.Status = status
-	return client.IgnoreNotFound(r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)))
-}
-
-// statusWriteCanWait reports whether a status write can be left to the next
-// reconcile: this one has just created or deleted pods, all successfully, so
-// the counts it would write are already outdated, and the watch events of
-// those very pods are bound to bring a reconcile that writes the real ones.
-// A change of the ReplicaFailure condition is written at once, since only a
-// reconcile that scales can set or clear it. On a large PodSet this saves one
-// status write per scaling step, and a custom resource's status, with its
-// list of pod names, is the API server's costliest write of the operator.
-func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scaleOutcome) bool {
-	if outcome.issued == 0 || outcome.err != nil {
-		return false
+	if err := r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	failing := func(st appv1alpha1.PodSetStatus) bool {
-		return meta.IsStatusConditionTrue(st.Conditions, appv1alpha1.ConditionReplicaFailure)
-	}
-	return failing(current) == failing(computed)
+	r.statusPacer.wrote(s.key, now)
+	return nil
 }
 
 // statusChangedPredicate passes PodSet updates that change the status.
@@ -174,6 +182,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Expectations == nil {
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
+	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}

@@ -112,6 +112,7 @@ func runSuite(m *testing.M) int {
 		Pods:                    pods,
 		DefaultImage:            testOperandImage,
 		MaxConcurrentReconciles: 5,
+		StatusWriteInterval:     DefaultStatusWriteInterval,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "controller: %v\n", err)
 		return 1

@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// DefaultStatusWriteInterval is the default of --status-write-interval.
+const DefaultStatusWriteInterval = time.Second
+
+// statusWriteCanWait reports whether a status write can be left to the next
+// reconcile: this one has just created or deleted pods, all successfully, so
+// the counts it would write are already outdated, and the watch events of
+// those very pods are bound to bring a reconcile that writes the real ones.
+// A change of the ReplicaFailure condition is written at once, since only a
+// reconcile that scales can set or clear it. On a large PodSet this saves one
+// status write per scaling step, and a custom resource's status, with its
+// list of pod names, is the API server's costliest write of the operator.
+func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scaleOutcome) bool {
+	if outcome.issued == 0 || outcome.err != nil {
+		return false
+	}
+	return !replicaFailureFlips(current, computed)
+}
+
+// statusWriteIsUrgent reports whether a computed status must be written at
+// once rather than paced: it shows the PodSet settled (every wanted pod
+// exists and is available, and no other pod is live), which is what users
+// and tools wait for, or the ReplicaFailure condition changes.
+func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32) bool {
+	settled := computed.Replicas == desired && computed.AvailableReplicas == desired
+	return settled || replicaFailureFlips(current, computed)
+}
+
+func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
+	failing := func(st appv1alpha1.PodSetStatus) bool {
+		return meta.IsStatusConditionTrue(st.Conditions, appv1alpha1.ConditionReplicaFailure)
+	}
+	return failing(current) != failing(computed)
+}
+
+// statusPacer spaces out the status writes of a PodSet that is still
+// converging. While a thousand pods are created and turn Ready one by one,
+// nearly every reconcile computes a new status, and writing each one (with
+// its thousand pod names) cost the API server more than the pods themselves,
+// slowing down everything else it serves, pod creation and binding included.
+// Progress is therefore written at most once per interval; the status that
+// shows the PodSet settled, and any change of ReplicaFailure, are written at
+// once (see statusWriteIsUrgent), so the moment a PodSet is done is never
+// reported late. A scaling step counts as a write: its pods' events follow
+// within the interval, usually with the status worth writing.
+type statusPacer struct {
+	interval time.Duration
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newStatusPacer(interval time.Duration) *statusPacer {
+	return &statusPacer{interval: interval, last: map[string]time.Time{}}
+}
+
+// wait is how long key's next progress write must still wait; 0 means now.
+func (p *statusPacer) wait(key string, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.last[key]
+	if !ok {
+		return 0
+	}
+	return max(0, p.interval-now.Sub(last))
+}
+
+// wrote records that key's status was written, or its pods scaled, at now.
+func (p *statusPacer) wrote(key string, now time.Time) {
+	if p.interval <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last[key] = now
+}
+
+// forget drops what is recorded for the PodSet namespace/name, whatever its
+// UID, once it is gone.
+func (p *statusPacer) forget(namespacedName string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.last {
+		if strings.HasPrefix(key, namespacedName+"/") {
+			delete(p.last, key)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+func TestStatusWriteCanWait(t *testing.T) {
+	failing := appv1alpha1.PodSetStatus{Conditions: []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue}}}
+	fine := appv1alpha1.PodSetStatus{Conditions: []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionFalse}}}
+	none := appv1alpha1.PodSetStatus{}
+	issued := scaleOutcome{attempted: true, issued: 3}
+	for _, tc := range []struct {
+		name              string
+		current, computed appv1alpha1.PodSetStatus
+		outcome           scaleOutcome
+		want              bool
+	}{
+		{"pods just created: their events bring the real counts", fine, fine, issued, true},
+		{"first reconcile of a new PodSet", none, fine, issued, true},
+		{"nothing issued: write now", fine, fine, scaleOutcome{attempted: true}, false},
+		{"not attempted: write now", fine, fine, scaleOutcome{}, false},
+		{"a failure: write now", fine, failing, scaleOutcome{attempted: true, issued: 1, err: errors.New("quota")}, false},
+		{"a failure cleared: write now", failing, fine, issued, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(statusWriteCanWait(tc.current, tc.computed, tc.outcome)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestStatusWriteIsUrgent(t *testing.T) {
+	failing := []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue}}
+	counts := func(replicas, ready, available int32, conds ...metav1.Condition) appv1alpha1.PodSetStatus {
+		return appv1alpha1.PodSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds}
+	}
+	for _, tc := range []struct {
+		name              string
+		current, computed appv1alpha1.PodSetStatus
+		desired           int32
+		want              bool
+	}{
+		{"settled: every pod live and available", counts(3, 2, 2), counts(3, 3, 3), 3, true},
+		{"settled at zero", counts(1, 1, 1), counts(0, 0, 0), 0, true},
+		{"pods still turning ready", counts(3, 1, 1), counts(3, 2, 2), 3, false},
+		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, false},
+		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, false},
+		{"too many live pods, though all available", counts(5, 5, 5), counts(4, 4, 4), 3, false},
+		{"a failure starts", counts(1, 0, 0), counts(1, 0, 0, failing...), 3, true},
+		{"a failure ends", counts(1, 0, 0, failing...), counts(2, 0, 0), 3, true},
+		{"a failure goes on", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(statusWriteIsUrgent(tc.current, tc.computed, tc.desired)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestStatusPacer(t *testing.T) {
+	const key, other = "ns/web/uid-1", "ns/api/uid-2"
+	t0 := unitNow
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		steps    func(p *statusPacer)
+		at       time.Time
+		want     time.Duration
+	}{
+		{"never written: now", time.Second, func(*statusPacer) {}, t0, 0},
+		{"written just now: a full interval", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0, time.Second},
+		{"written 300ms ago: the rest", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
+		{"written an interval ago: now", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0.Add(time.Second), 0},
+		{"the last write counts", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.wrote(key, t0.Add(800*time.Millisecond)) }, t0.Add(time.Second), 800 * time.Millisecond},
+		{"another PodSet's write does not count", time.Second, func(p *statusPacer) { p.wrote(other, t0) }, t0, 0},
+		{"forgotten once deleted", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.forget("ns/web") }, t0, 0},
+		{"forget leaves a namesake prefix alone", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.forget("ns/we") }, t0, time.Second},
+		{"interval 0: never waits", 0, func(p *statusPacer) { p.wrote(key, t0) }, t0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newStatusPacer(tc.interval)
+			tc.steps(p)
+			NewWithT(t).Expect(p.wait(key, tc.at)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestStatusPacerForgetsOnlyThatPodSet(t *testing.T) {
+	g := NewWithT(t)
+	p := newStatusPacer(time.Second)
+	p.wrote("ns/web/uid-1", unitNow)
+	p.wrote("ns/web/uid-2", unitNow) // a namesake recreated
+	p.wrote("ns/web-2/uid-3", unitNow)
+
+	p.forget("ns/web")
+
+	g.Expect(p.last).To(HaveLen(1))
+	g.Expect(p.last).To(HaveKey("ns/web-2/uid-3"))
+}
