@@ -51,6 +51,7 @@ func main() {
 		maxConcurrentReconciles           int
 		burstReplicas                     int
 		statusWriteInterval               time.Duration
+		podEventBatchPeriod               time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to; 0 disables them.")
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 5, "How many PodSets are reconciled at once.")
 	flag.IntVar(&burstReplicas, "burst-replicas", controllers.DefaultBurstReplicas, "The most pods created or deleted for one PodSet in one reconcile.")
 	flag.DurationVar(&statusWriteInterval, "status-write-interval", controllers.DefaultStatusWriteInterval, "The shortest time between two status writes of one PodSet while its pods are still being created, deleted or becoming available; the status of a settled PodSet, and a ReplicaFailure change, are written at once. 0 writes every change.")
+	flag.DurationVar(&podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod, "How long a pod event waits before it wakes its PodSet, so that the events of many pods bring one reconcile; 0 wakes it at once.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -108,6 +110,7 @@ func main() {
 		BurstReplicas:           burstReplicas,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		StatusWriteInterval:     statusWriteInterval,
+		PodEventBatchPeriod:     podEventBatchPeriod,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		setupLog.Error(err, "unable to create the controller", "controller", "PodSet")
 		os.Exit(1)

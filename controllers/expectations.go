@@ -73,23 +73,29 @@ func (e *Expectations) set(key string, exp *expectation) {
 }
 
 // CreationObserved records that one pod of key was created, or that a
-// creation will not happen (it failed, or it was skipped).
-func (e *Expectations) CreationObserved(key string) {
+// creation will not happen (it failed, or it was skipped). It reports
+// whether this was the last write key waited for.
+func (e *Expectations) CreationObserved(key string) (fulfilled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if exp, ok := e.items[key]; ok && exp.creations > 0 {
 		exp.creations--
+		return exp.creations == 0 && exp.deletions.Len() == 0
 	}
+	return false
 }
 
 // DeletionObserved records that the pod with this UID is gone or going, or
-// that its deletion will not happen.
-func (e *Expectations) DeletionObserved(key string, uid types.UID) {
+// that its deletion will not happen. It reports whether this was the last
+// write key waited for.
+func (e *Expectations) DeletionObserved(key string, uid types.UID) (fulfilled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if exp, ok := e.items[key]; ok {
+	if exp, ok := e.items[key]; ok && exp.deletions.Has(uid) {
 		exp.deletions.Delete(uid)
+		return exp.creations <= 0 && exp.deletions.Len() == 0
 	}
+	return false
 }
 
 // Satisfied reports whether key may be acted on: nothing is pending, or what

@@ -226,3 +226,21 @@ func TestExpectationsExpiresIn(t *testing.T) {
 	clock = clock.Add(time.Hour)
 	g.Expect(e.ExpiresIn(expKey)).To(BeZero(), "expired")
 }
+
+func TestExpectationsObservedReportsTheLastWrite(t *testing.T) {
+	g := NewWithT(t)
+	e := NewExpectations(time.Hour)
+
+	e.ExpectCreations(expKey, 2)
+	g.Expect(e.CreationObserved(expKey)).To(BeFalse(), "one creation still pending")
+	g.Expect(e.CreationObserved(expKey)).To(BeTrue(), "the last one")
+	g.Expect(e.CreationObserved(expKey)).To(BeFalse(), "nothing was pending any more")
+
+	e.ExpectDeletions(expKey, []types.UID{"a", "b"})
+	g.Expect(e.DeletionObserved(expKey, "a")).To(BeFalse())
+	g.Expect(e.DeletionObserved(expKey, "a")).To(BeFalse(), "the second event of one deletion")
+	g.Expect(e.DeletionObserved(expKey, "c")).To(BeFalse(), "a deletion never expected")
+	g.Expect(e.DeletionObserved(expKey, "b")).To(BeTrue())
+
+	g.Expect(e.CreationObserved("ns/unknown/uid")).To(BeFalse())
+}

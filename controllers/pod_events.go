@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,8 +28,43 @@ import (
 //
 // Every event counts, readiness changes included. An orphan that carries a
 // PodSet's name label queues that PodSet so that it can be adopted.
+//
+// The PodSet is queued batchPeriod after the event, not at once, as the
+// kube-controller-manager's Job controller does with its pod events: while a
+// thousand pods are created, scheduled and turn Ready, their events arrive
+// by the thousand per second, and a reconcile per event (each one looking at
+// every pod of the PodSet) costs CPU the API server needs. Events within the
+// period share one reconcile; a PodSet already queued is not delayed further.
+// The expectations are updated at once, whatever the period.
+// DefaultPodEventBatchPeriod is the default of --pod-event-batch-period.
+const DefaultPodEventBatchPeriod = 100 * time.Millisecond
+
 type podEventHandler struct {
 	expectations *Expectations
+	batchPeriod  time.Duration
+}
+
+// enqueueOwner queues the PodSet whose write this event observed: at once
+// when it was the last write the PodSet waited for, since the PodSet may
+// have more pods to create or delete and nothing else to wait for (the
+// ReplicaSet controller's second slow-start burst starts just as soon);
+// otherwise at the end of the batch period.
+func (h *podEventHandler) enqueueOwner(q queue, podSet types.NamespacedName, fulfilled bool) {
+	if fulfilled {
+		q.Add(reconcile.Request{NamespacedName: podSet})
+		return
+	}
+	h.enqueue(q, podSet)
+}
+
+// enqueue queues the PodSet at the end of the batch period.
+func (h *podEventHandler) enqueue(q queue, podSet types.NamespacedName) {
+	req := reconcile.Request{NamespacedName: podSet}
+	if h.batchPeriod <= 0 {
+		q.Add(req)
+		return
+	}
+	q.AddAfter(req, h.batchPeriod)
 }
 
 var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podEventHandler{}
@@ -47,11 +83,11 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 		return
 	}
 	if owner, uid, ok := podSetOwner(pod); ok {
-		h.expectations.CreationObserved(expectationsKey(owner.Namespace, owner.Name, uid))
-		q.Add(reconcile.Request{NamespacedName: owner})
+		fulfilled := h.expectations.CreationObserved(expectationsKey(owner.Namespace, owner.Name, uid))
+		h.enqueueOwner(q, owner, fulfilled)
 		return
 	}
-	enqueueLabelledPodSet(pod, q)
+	h.enqueueLabelledPodSet(pod, q)
 }
 
 func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
@@ -75,14 +111,14 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 	oldOwner, _, hadOwner := podSetOwner(oldPod)
 	newOwner, _, hasOwner := podSetOwner(newPod)
 	if hadOwner && (!hasOwner || oldOwner != newOwner) {
-		q.Add(reconcile.Request{NamespacedName: oldOwner})
+		h.enqueue(q, oldOwner)
 	}
 	if hasOwner {
-		q.Add(reconcile.Request{NamespacedName: newOwner})
+		h.enqueue(q, newOwner)
 		return
 	}
 	if labelsChanged || hadOwner {
-		enqueueLabelledPodSet(newPod, q)
+		h.enqueueLabelledPodSet(newPod, q)
 	}
 }
 
@@ -95,15 +131,15 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
 	if pod, ok := e.Object.(*corev1.Pod); ok {
 		if owner, _, ok := podSetOwner(pod); ok {
-			q.Add(reconcile.Request{NamespacedName: owner})
+			h.enqueue(q, owner)
 		}
 	}
 }
 
 func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
 	if owner, uid, ok := podSetOwner(pod); ok {
-		h.expectations.DeletionObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
-		q.Add(reconcile.Request{NamespacedName: owner})
+		fulfilled := h.expectations.DeletionObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
+		h.enqueueOwner(q, owner, fulfilled)
 	}
 }
 
@@ -123,11 +159,11 @@ func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
 // enqueueLabelledPodSet queues the PodSet an orphan's label names, the one
 // that may adopt it. Pods controlled by something else are none of its
 // business.
-func enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
+func (h *podEventHandler) enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
 	if metav1.GetControllerOfNoCopy(pod) != nil {
 		return
 	}
 	if name := pod.Labels[LabelPodSet]; name != "" {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}})
+		h.enqueue(q, types.NamespacedName{Namespace: pod.Namespace, Name: name})
 	}
 }

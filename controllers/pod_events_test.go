@@ -233,3 +233,72 @@ func drainQueue(q queue) []reconcile.Request {
 	}
 	return out
 }
+
+func TestPodEventHandlerBatchesEvents(t *testing.T) {
+	const period = time.Second
+	owned := func(name string, opts ...podOption) *corev1.Pod {
+		return unitPod(name, append([]podOption{controlledByPodSet("web")}, opts...)...)
+	}
+	tests := []struct {
+		name   string
+		expect func(*Expectations)
+		events func(context.Context, *podEventHandler, queue)
+		// atOnce: the PodSet is queued without waiting for the period.
+		atOnce bool
+	}{
+		{
+			name:   "creations the PodSet still waits for more of: after the period, once",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 3) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(owned("a")), q)
+				h.Create(ctx, createEvent(owned("b")), q)
+			},
+		},
+		{
+			name: "status updates: after the period, once",
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Update(ctx, updateEvent(owned("a"), owned("a", readySince(unitNow), newerResourceVersion())), q)
+				h.Update(ctx, updateEvent(owned("b"), owned("b", readySince(unitNow), newerResourceVersion())), q)
+			},
+		},
+		{
+			name:   "the last creation the PodSet waited for: at once",
+			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Create(ctx, createEvent(owned("a")), q)
+				h.Create(ctx, createEvent(owned("b")), q)
+			},
+			atOnce: true,
+		},
+		{
+			name:   "the last deletion the PodSet waited for: at once",
+			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			events: func(ctx context.Context, h *podEventHandler, q queue) {
+				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: owned("a")}, q)
+			},
+			atOnce: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := NewExpectations(time.Hour)
+			if tt.expect != nil {
+				tt.expect(e)
+			}
+			h := &podEventHandler{expectations: e, batchPeriod: period}
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+
+			tt.events(t.Context(), h, q)
+
+			if tt.atOnce {
+				g.Expect(q.Len()).To(Equal(1))
+			} else {
+				g.Expect(q.Len()).To(BeZero(), "not queued before the period ends")
+				g.Eventually(q.Len).WithTimeout(5 * period).WithPolling(10 * time.Millisecond).Should(Equal(1))
+			}
+			g.Expect(drainQueue(q)).To(ConsistOf(requests("web")), "one reconcile for all the events")
+		})
+	}
+}

@@ -55,6 +55,10 @@ type PodSetReconciler struct {
 	// StatusWriteInterval is the shortest time between two status writes
 	// of a PodSet that is still converging; 0 writes every change.
 	StatusWriteInterval time.Duration
+	// PodEventBatchPeriod is how long a pod event waits before it queues
+	// its PodSet, so that a burst of events brings one reconcile; 0 queues
+	// at once.
+	PodEventBatchPeriod time.Duration
 
 	statusPacer *statusPacer
 }
@@ -198,7 +202,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 			predicate.GenerationChangedPredicate{}, statusChangedPredicate()))).
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
-		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations}).
+		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("podset").
 		Complete(r)

@@ -113,6 +113,7 @@ func runSuite(m *testing.M) int {
 		DefaultImage:            testOperandImage,
 		MaxConcurrentReconciles: 5,
 		StatusWriteInterval:     DefaultStatusWriteInterval,
+		PodEventBatchPeriod:     DefaultPodEventBatchPeriod,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "controller: %v\n", err)
 		return 1
