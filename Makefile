@@ -237,7 +237,7 @@ test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cl
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: cluster-tools build ## Run the full benchmark (about 30 min on 2 cores); writes docs/benchmarks.json and docs/benchmarks.png.
+bench: cluster-tools build ## Run the full benchmark (about 15 min on 2 cores); writes docs/benchmarks.json and docs/benchmarks.png.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
 

@@ -122,9 +122,15 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 func (e *Expectations) Forget(namespacedName string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for key := range e.items {
+	deletePodSetKeys(e.items, namespacedName)
+}
+
+// deletePodSetKeys deletes the entries of the PodSet namespace/name, whatever
+// its UID, from a map keyed by expectationsKey.
+func deletePodSetKeys[V any](m map[string]V, namespacedName string) {
+	for key := range m {
 		if strings.HasPrefix(key, namespacedName+"/") {
-			delete(e.items, key)
+			delete(m, key)
 		}
 	}
 }

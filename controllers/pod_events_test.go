@@ -184,13 +184,7 @@ func TestPodEventHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			e := NewExpectations(time.Hour)
-			if tt.expect != nil {
-				tt.expect(e)
-			}
-			h := &podEventHandler{expectations: e}
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-			defer q.ShutDown()
+			e, h, q := newPodEventHandler(t, tt.expect, 0)
 
 			tt.events(t.Context(), h, q)
 
@@ -204,6 +198,18 @@ func TestPodEventHandler(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newPodEventHandler returns a handler with fresh expectations, set up by
+// expect when not nil, and the queue it fills.
+func newPodEventHandler(t *testing.T, expect func(*Expectations), batchPeriod time.Duration) (*Expectations, *podEventHandler, queue) {
+	e := NewExpectations(time.Hour)
+	if expect != nil {
+		expect(e)
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(q.ShutDown)
+	return e, &podEventHandler{expectations: e, batchPeriod: batchPeriod}, q
 }
 
 func createEvent(pod *corev1.Pod) event.TypedCreateEvent[client.Object] {
@@ -282,13 +288,7 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			e := NewExpectations(time.Hour)
-			if tt.expect != nil {
-				tt.expect(e)
-			}
-			h := &podEventHandler{expectations: e, batchPeriod: period}
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-			defer q.ShutDown()
+			_, h, q := newPodEventHandler(t, tt.expect, period)
 
 			tt.events(t.Context(), h, q)
 

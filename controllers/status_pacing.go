@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -91,9 +90,5 @@ func (p *statusPacer) wrote(key string, now time.Time) {
 func (p *statusPacer) forget(namespacedName string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for key := range p.last {
-		if strings.HasPrefix(key, namespacedName+"/") {
-			delete(p.last, key)
-		}
-	}
+	deletePodSetKeys(p.last, namespacedName)
 }
