@@ -17,8 +17,10 @@ import (
 // in one namespace, a label-filtered list would scan every pod on every
 // reconcile.
 const (
-	// podControllerUIDIndex maps a pod to the UID of its controller. UIDs
-	// are unique across namespaces, so the key is the UID alone.
+	// podControllerUIDIndex maps a pod to "namespace/UID" of its
+	// controller. The namespace is part of the key because a pod's
+	// ownerReference is whatever its author wrote: a pod in another
+	// namespace naming a PodSet's UID must not count as that PodSet's.
 	podControllerUIDIndex = "podset.controllerUID"
 	// podSetLabelIndex maps a pod to "namespace/name" of the PodSet its
 	// LabelPodSet label names, which is how orphans are found for adoption.
@@ -76,10 +78,10 @@ func (x *PodIndex) add(indexer toolscache.Indexer) {
 	x.indexers = append(x.indexers, indexer)
 }
 
-// candidates returns the cached pods that are controlled by the PodSet uid,
-// then those that carry the PodSet label namespace/name and are not
-// controlled by uid. The pods are the cache's own objects: callers must not
-// modify them (adoptPods and releasePod copy first).
+// candidates returns the cached pods of namespace that are controlled by the
+// PodSet uid or carry the PodSet label name, each once. The pods are the
+// cache's own objects: callers must not modify them (adoptPods and
+// releasePod copy first).
 func (x *PodIndex) candidates(namespace, name string, uid types.UID) ([]*corev1.Pod, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -88,14 +90,10 @@ func (x *PodIndex) candidates(namespace, name string, uid types.UID) ([]*corev1.
 	}
 	var pods []*corev1.Pod
 	for _, indexer := range x.indexers {
-		owned, err := indexer.ByIndex(podControllerUIDIndex, string(uid))
+		owned, err := indexer.ByIndex(podControllerUIDIndex, namespace+"/"+string(uid))
 		if err != nil {
 			return nil, err
 		}
-		// The label lookup comes second and skips the pods uid controls, so
-		// no pod is returned twice. A pod the PodSet came to control between
-		// the two lookups is missed by this reconcile, as it would be by any
-		// snapshot taken a moment earlier; its watch event brings the next.
 		labelled, err := indexer.ByIndex(podSetLabelIndex, namespace+"/"+name)
 		if err != nil {
 			return nil, err
@@ -103,23 +101,26 @@ func (x *PodIndex) candidates(namespace, name string, uid types.UID) ([]*corev1.
 		if pods == nil {
 			pods = make([]*corev1.Pod, 0, len(owned)+len(labelled))
 		}
+		// The two lookups are not one snapshot: a pod adopted or released
+		// between them is in both, once with each controller. Deduplicating
+		// by UID keeps exactly one version of it, and keeps a pod adopted
+		// in between, which the second lookup alone shows.
+		seen := make(map[types.UID]struct{}, len(owned))
 		for _, obj := range owned {
 			if pod, ok := obj.(*corev1.Pod); ok {
+				seen[pod.UID] = struct{}{}
 				pods = append(pods, pod)
 			}
 		}
 		for _, obj := range labelled {
-			if pod, ok := obj.(*corev1.Pod); ok && !isControlledBy(pod, uid) {
-				pods = append(pods, pod)
+			if pod, ok := obj.(*corev1.Pod); ok {
+				if _, dup := seen[pod.UID]; !dup {
+					pods = append(pods, pod)
+				}
 			}
 		}
 	}
 	return pods, nil
-}
-
-func isControlledBy(pod *corev1.Pod, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.UID == uid
 }
 
 func indexPodByControllerUID(obj any) ([]string, error) {
@@ -128,7 +129,7 @@ func indexPodByControllerUID(obj any) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		return []string{string(ref.UID)}, nil
+		return []string{pod.Namespace + "/" + string(ref.UID)}, nil
 	}
 	return nil, nil
 }

@@ -35,6 +35,10 @@ func TestPodIndexCandidates(t *testing.T) {
 	namesakeElsewhere := unitPod("elsewhere", withPodLabels(podLabels(ps)))
 	namesakeElsewhere.Namespace = "other-ns"
 	otherPodSet := unitPod("other-podset", controlledByPodSet("api"), withPodLabels(map[string]string{LabelPodSet: "api"}))
+	// A pod in another namespace whose author wrote the PodSet's UID into
+	// its controller reference.
+	foreignOwnerRef := unitPod("foreign-ref", controlledByPodSet("web"))
+	foreignOwnerRef.Namespace = "other-ns"
 
 	tests := []struct {
 		name   string
@@ -55,6 +59,11 @@ func TestPodIndexCandidates(t *testing.T) {
 			name:   "one informer per namespace: every one is asked",
 			stores: [][]*corev1.Pod{{owned}, {orphan, otherPodSet}, {namesakeElsewhere}},
 			want:   []*corev1.Pod{owned, orphan},
+		},
+		{
+			name:   "a pod in another namespace claiming the PodSet as controller is not a candidate",
+			stores: [][]*corev1.Pod{{owned, foreignOwnerRef}},
+			want:   []*corev1.Pod{owned},
 		},
 		{
 			name:   "no pods",
@@ -113,4 +122,42 @@ func TestPodIndexKeepsControllerRuntimesIndexes(t *testing.T) {
 	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(toolscache.NamespaceIndex))
 	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podControllerUIDIndex))
 	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podSetLabelIndex))
+}
+
+// staleIndexer answers each index from its own fixed list, as an informer's
+// indexer can when the pod changes between two lookups.
+type staleIndexer struct {
+	toolscache.Indexer
+	byIndex map[string][]any
+}
+
+func (s staleIndexer) ByIndex(name, _ string) ([]any, error) { return s.byIndex[name], nil }
+
+func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
+	ps := unitPodSet(3)
+	orphan := unitPod("a", withPodLabels(podLabels(ps)))
+	adopted := orphan.DeepCopy()
+	controlledByPodSet("web")(adopted)
+	adopted.ResourceVersion = "2"
+
+	tests := []struct {
+		name            string
+		owned, labelled []any
+		want            *corev1.Pod
+	}{
+		{"adopted between the lookups: seen by the label lookup only", nil, []any{adopted}, adopted},
+		{"released between the lookups: once, as the owned lookup saw it", []any{adopted}, []any{orphan}, adopted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			x := NewPodIndex()
+			x.add(staleIndexer{byIndex: map[string][]any{podControllerUIDIndex: tt.owned, podSetLabelIndex: tt.labelled}})
+
+			got, err := x.candidates(ps.Namespace, ps.Name, ps.UID)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(HaveExactElements(BeIdenticalTo(tt.want)))
+		})
+	}
 }

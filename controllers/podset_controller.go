@@ -151,7 +151,7 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
 		r.statusPacer.wrote(s.key, now)
 		return nil
-	case !statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas()):
+	case !statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas(), s.outcome):
 		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
 			return nil
 		}

@@ -30,10 +30,13 @@ func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scal
 // statusWriteIsUrgent reports whether a computed status must be written at
 // once rather than paced: it shows the PodSet settled (every wanted pod
 // exists and is available, and no other pod is live), which is what users
-// and tools wait for, or the ReplicaFailure condition changes.
-func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32) bool {
+// and tools wait for, or the ReplicaFailure condition changes, or this
+// reconcile's scaling failed. A failed reconcile returns its error, and
+// controller-runtime then ignores RequeueAfter in favour of a backoff that
+// grows to minutes: a write held back now could wait that long.
+func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome scaleOutcome) bool {
 	settled := computed.Replicas == desired && computed.AvailableReplicas == desired
-	return settled || replicaFailureFlips(current, computed)
+	return settled || outcome.err != nil || replicaFailureFlips(current, computed)
 }
 
 func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {

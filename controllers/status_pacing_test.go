@@ -44,20 +44,23 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		name              string
 		current, computed appv1alpha1.PodSetStatus
 		desired           int32
+		outcome           scaleOutcome
 		want              bool
 	}{
-		{"settled: every pod live and available", counts(3, 2, 2), counts(3, 3, 3), 3, true},
-		{"settled at zero", counts(1, 1, 1), counts(0, 0, 0), 0, true},
-		{"pods still turning ready", counts(3, 1, 1), counts(3, 2, 2), 3, false},
-		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, false},
-		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, false},
-		{"too many live pods, though all available", counts(5, 5, 5), counts(4, 4, 4), 3, false},
-		{"a failure starts", counts(1, 0, 0), counts(1, 0, 0, failing...), 3, true},
-		{"a failure ends", counts(1, 0, 0, failing...), counts(2, 0, 0), 3, true},
-		{"a failure goes on", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3, false},
+		{"settled: every pod live and available", counts(3, 2, 2), counts(3, 3, 3), 3, scaleOutcome{}, true},
+		{"settled at zero", counts(1, 1, 1), counts(0, 0, 0), 0, scaleOutcome{}, true},
+		{"pods still turning ready", counts(3, 1, 1), counts(3, 2, 2), 3, scaleOutcome{}, false},
+		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, scaleOutcome{}, false},
+		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, scaleOutcome{}, false},
+		{"too many live pods, though all available", counts(5, 5, 5), counts(4, 4, 4), 3, scaleOutcome{}, false},
+		{"a failure starts", counts(1, 0, 0), counts(1, 0, 0, failing...), 3, scaleOutcome{}, true},
+		{"a failure ends", counts(1, 0, 0, failing...), counts(2, 0, 0), 3, scaleOutcome{}, true},
+		{"a failure goes on, in an earlier reconcile", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3, scaleOutcome{}, false},
+		{"a failure goes on, in this reconcile: its error overrides any requeue", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3,
+			scaleOutcome{attempted: true, err: errors.New("quota"), failureReason: ReasonFailedCreate}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(statusWriteIsUrgent(tc.current, tc.computed, tc.desired)).To(Equal(tc.want))
+			NewWithT(t).Expect(statusWriteIsUrgent(tc.current, tc.computed, tc.desired, tc.outcome)).To(Equal(tc.want))
 		})
 	}
 }
