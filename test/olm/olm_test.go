@@ -419,9 +419,30 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 				return false, "", err
 			}
 		}
-		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
+		// The same race can bring the CSV back.
+		for i := range csvs.Items {
+			if c := &csvs.Items[i]; c.Namespace == m.operatorNS && c.DeletionTimestamp == nil {
+				t.Logf("CSV %s/%s was re-created after the uninstall (an InstallPlan sync in flight); deleting it again", c.Namespace, c.Name)
+				if err := k8s.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+					return false, "", err
+				}
+			}
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)
 		if err == nil {
 			left = append(left, "the PodSet CRD")
+			// OLM v0.28's catalog operator can still be executing an
+			// InstallPlan it picked up before the plan was deleted; on this
+			// 2-core machine it once re-created the CRD after the delete
+			// above. Nothing re-creates it once that sync is over, so delete
+			// it again, as an administrator would, and say so.
+			if crd.DeletionTimestamp == nil {
+				t.Logf("the PodSet CRD was re-created after the uninstall (an InstallPlan sync in flight); deleting it again")
+				if err := k8s.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+					return false, "", err
+				}
+			}
 		} else if !apierrors.IsNotFound(err) {
 			return false, "", err
 		}
