@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,13 +17,19 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 
 	opts := CacheOptions(nil, NewPodIndex())
 
-	g.Expect(opts.ByObject).To(HaveLen(1))
-	var podCache *cache.ByObject
+	g.Expect(opts.ByObject).To(HaveLen(2))
+	var podCache, revisionCache *cache.ByObject
 	for obj, byObject := range opts.ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
+		switch obj.(type) {
+		case *corev1.Pod:
 			podCache = &byObject
+		case *appsv1.ControllerRevision:
+			revisionCache = &byObject
 		}
 	}
+	g.Expect(revisionCache).NotTo(BeNil(), "no ByObject entry for ControllerRevisions")
+	g.Expect(revisionCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"),
+		"only this operator's revisions, not every StatefulSet's")
 	g.Expect(podCache).NotTo(BeNil(), "no ByObject entry for pods")
 	g.Expect(podCache.Label).NotTo(BeNil())
 	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
@@ -87,7 +94,7 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	}
 	g.Expect(transform).NotTo(BeNil(), "no Transform for pods")
 
-	pod := newPod(unitPodSet(1), managerDefaultImage)
+	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
 	pod.Name, pod.UID = "web-1", "uid-1"
 	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "PodSet", Name: "web", UID: "ps-uid"}}
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
@@ -111,6 +118,20 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	g.Expect(isPodLive(slim)).To(BeTrue())
 	g.Expect(isPodReady(slim)).To(BeTrue())
 	g.Expect(restartCount(slim)).To(Equal(int32(2)))
+}
+
+func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
+	g := NewWithT(t)
+	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
+	delete(pod.Labels, LabelRevisionHash) // made by operator v0.1.0
+	pod.Spec.NodeName = "node-1"
+	containers := pod.DeepCopy().Spec.Containers
+
+	out, err := slimPod(pod)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.Pod).Spec).To(Equal(corev1.PodSpec{NodeName: "node-1", Containers: containers}),
+		"labelUnrevisionedPods compares them with the template")
 }
 
 func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {

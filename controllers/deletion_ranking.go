@@ -2,15 +2,36 @@ package controllers
 
 import (
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
+// AnnotationPodDeletionCost is the annotation users set on a pod to say how
+// much its deletion costs, as for ReplicaSets: on scale-down, pods with a
+// lower cost go first. Absent or invalid, it is 0.
+const AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// deletionCost is a pod's pod-deletion-cost, an int32; 0 when absent or not
+// a valid int32, as the ReplicaSet controller reads it.
+func deletionCost(pod *corev1.Pod) int32 {
+	v, ok := pod.Annotations[AnnotationPodDeletionCost]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
+}
+
 // podsToDelete picks the n pods whose loss hurts least, in the order the
 // ReplicaSet controller uses: a pod that is not yet scheduled goes before a
 // scheduled one, pending before unknown before running, not ready before
-// ready, the one Ready for a shorter time before the one Ready longer, the one
-// with more container restarts first, and the newer before the older.
+// ready, the lower controller.kubernetes.io/pod-deletion-cost before the
+// higher, the one Ready for a shorter time before the one Ready longer, the
+// one with more container restarts first, and the newer before the older.
 func podsToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
 	if n <= 0 {
 		return nil
@@ -38,6 +59,9 @@ func lessValuable(a, b *corev1.Pod) bool {
 	readyA, readyB := isPodReady(a), isPodReady(b)
 	if readyA != readyB {
 		return !readyA
+	}
+	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
+		return ca < cb
 	}
 	if readyA {
 		// Both ready: the one that became ready more recently has proven

@@ -56,13 +56,20 @@ func NewExpectations(timeout time.Duration) *Expectations {
 // ExpectCreations records that n pods are about to be created for key,
 // replacing whatever was expected before.
 func (e *Expectations) ExpectCreations(key string, n int) {
-	e.set(key, &expectation{creations: n})
+	e.Expect(key, n, nil)
 }
 
 // ExpectDeletions records that the pods with these UIDs are about to be
 // deleted for key, replacing whatever was expected before.
 func (e *Expectations) ExpectDeletions(key string, uids []types.UID) {
-	e.set(key, &expectation{deletions: sets.New(uids...)})
+	e.Expect(key, 0, uids)
+}
+
+// Expect records that n pods are about to be created and the pods with these
+// UIDs deleted for key, in one step of a rolling update, replacing whatever
+// was expected before.
+func (e *Expectations) Expect(key string, creations int, deletions []types.UID) {
+	e.set(key, &expectation{creations: creations, deletions: sets.New(deletions...)})
 }
 
 func (e *Expectations) set(key string, exp *expectation) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // Helpers shared by the unit tests. The pods they build live in namespace
@@ -127,4 +128,10 @@ func unitPodSet(replicas int32) *appv1alpha1.PodSet {
 		},
 		Spec: appv1alpha1.PodSetSpec{Replicas: ptr.To(replicas)},
 	}
+}
+
+// newPodFromSpec builds a pod from ps's spec, as the reconciler does for its
+// update revision.
+func newPodFromSpec(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
+	return newPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage)
 }

@@ -20,6 +20,11 @@ const (
 	// LabelPodSet names the PodSet a pod belongs to. It is also what orphaned
 	// pods are matched on to find the PodSet that may adopt them.
 	LabelPodSet = "app.example.com/podset"
+	// LabelRevisionHash carries the hash of the pod template revision a pod
+	// was made from, as the StatefulSet and DaemonSet controllers label
+	// theirs. It is not part of the selector: pods of every revision are the
+	// PodSet's.
+	LabelRevisionHash = "controller-revision-hash"
 
 	// NameValue is the value of app.kubernetes.io/name on every operand pod.
 	NameValue = "podset"

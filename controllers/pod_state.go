@@ -39,13 +39,24 @@ func availableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.D
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return 0, false
 	}
-	if minReady <= 0 || c.LastTransitionTime.IsZero() {
+	if minReady <= 0 {
 		return 0, true
+	}
+	if c.LastTransitionTime.IsZero() {
+		// Nobody knows since when it is ready: not available, as the
+		// ReplicaSet controller judges it, and looked at again later.
+		return minReady, true
 	}
 	if wait := c.LastTransitionTime.Add(minReady).Sub(now); wait > 0 {
 		return wait, true
 	}
 	return 0, true
+}
+
+// isPodAvailable reports whether the pod has been Ready for minReady.
+func isPodAvailable(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
+	wait, ready := availableIn(pod, minReady, now)
+	return ready && wait == 0
 }
 
 // restartCount is the sum of the restart counts of the pod's containers.

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 const (
@@ -30,46 +32,28 @@ const (
 // after which the kubelet restarts it.
 var defaultOperandCommand = []string{"sleep", "3600"}
 
-// newPod builds a pod for ps. The caller sets the controller reference.
+// newPod builds a pod of ps from the pod template of one of its revisions,
+// labelled with that revision's hash. The caller sets the controller
+// reference.
 //
 // Nothing in the PodSet's spec reaches the security context: every pod runs
 // under the Pod Security Standard "restricted" profile, so that the operand
-// is admitted in namespaces enforcing it.
-func newPod(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
-	if defaultImage == "" {
-		defaultImage = DefaultOperandImage
+// is admitted in namespaces enforcing it. The update strategy shapes when
+// pods are replaced, never what they look like.
+func newPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
+	container := operandContainer(tmpl, defaultImage)
+	labels := podLabels(ps)
+	labels[LabelRevisionHash] = hash
+	var annotations map[string]string
+	if len(tmpl.PodAnnotations) > 0 {
+		annotations = maps.Clone(tmpl.PodAnnotations)
 	}
-	image := ps.Spec.Image
-	command := ps.Spec.Command
-	if image == "" {
-		image = defaultImage
-		// The default image's own entrypoint (a shell) would exit at once;
-		// run the documented default operand unless a command was given.
-		if len(command) == 0 {
-			command = defaultOperandCommand
-		}
-	}
-
-	container := corev1.Container{
-		Name:  operandContainerName,
-		Image: image,
-		// Copies: the pod must not share memory with the cached PodSet.
-		Command:         slices.Clone(command),
-		Args:            slices.Clone(ps.Spec.Args),
-		Env:             envVars(ps.Spec.Env),
-		Resources:       resources(ps.Spec.Resources),
-		SecurityContext: restrictedContainerSecurityContext(),
-		// The root filesystem is read-only; give programs the scratch space
-		// most of them expect.
-		VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-	}
-
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: ps.Name + "-",
 			Namespace:    ps.Namespace,
-			Labels:       podLabels(ps),
+			Labels:       labels,
+			Annotations:  annotations,
 		},
 		Spec: corev1.PodSpec{
 			Containers:      []corev1.Container{container},
@@ -84,6 +68,72 @@ func newPod(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// operandContainer is the single container a template makes.
+func operandContainer(tmpl revision.Template, defaultImage string) corev1.Container {
+	if defaultImage == "" {
+		defaultImage = DefaultOperandImage
+	}
+	image := tmpl.Image
+	command := tmpl.Command
+	if image == "" {
+		image = defaultImage
+		// The default image's own entrypoint (a shell) would exit at once;
+		// run the documented default operand unless a command was given.
+		if len(command) == 0 {
+			command = defaultOperandCommand
+		}
+	}
+
+	return corev1.Container{
+		Name:  operandContainerName,
+		Image: image,
+		// Copies: the pod must not share memory with the cached PodSet.
+		Command:         slices.Clone(command),
+		Args:            slices.Clone(tmpl.Args),
+		Env:             envVars(tmpl.Env),
+		Resources:       resources(tmpl.Resources),
+		SecurityContext: restrictedContainerSecurityContext(),
+		// The root filesystem is read-only; give programs the scratch space
+		// most of them expect.
+		VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// podMatchesTemplate reports whether a pod runs what tmpl makes, judged by
+// the fields the template sets: image, command, args, env, the requests and
+// limits it names (a LimitRange may have added others), and its annotations.
+// It is how pods created before revisions existed (operator v0.1.0, which
+// labelled no revision) are recognised as current after an upgrade, instead
+// of being rolled.
+func podMatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage string) bool {
+	want := operandContainer(tmpl, defaultImage)
+	var got *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == operandContainerName {
+			got = &pod.Spec.Containers[i]
+		}
+	}
+	if got == nil || len(pod.Spec.Containers) != 1 || got.Image != want.Image ||
+		!slices.Equal(got.Command, want.Command) || !slices.Equal(got.Args, want.Args) ||
+		!slices.Equal(got.Env, want.Env) {
+		return false
+	}
+	for _, pair := range [][2]corev1.ResourceList{{want.Resources.Requests, got.Resources.Requests}, {want.Resources.Limits, got.Resources.Limits}} {
+		for name, q := range pair[0] {
+			if have, ok := pair[1][name]; !ok || have.Cmp(q) != 0 {
+				return false
+			}
+		}
+	}
+	for k, v := range tmpl.PodAnnotations {
+		if pod.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func restrictedPodSecurityContext() *corev1.PodSecurityContext {

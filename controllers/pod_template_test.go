@@ -11,6 +11,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 const managerDefaultImage = "registry.example.com/operand@sha256:0123"
@@ -19,9 +20,16 @@ func TestNewPodMetadata(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(3)
 
-	pod := newPod(ps, managerDefaultImage)
+	ps.Spec.PodAnnotations = map[string]string{"example.com/team": "web"}
 
-	g.Expect(pod.Labels).To(Equal(podLabels(ps)))
+	pod := newPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage)
+
+	want := podLabels(ps)
+	want[LabelRevisionHash] = "abc123"
+	g.Expect(pod.Labels).To(Equal(want))
+	g.Expect(pod.Annotations).To(Equal(map[string]string{"example.com/team": "web"}))
+	ps.Spec.PodAnnotations["example.com/team"] = "changed"
+	g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/team", "web"), "the pod must not share the PodSet's map")
 	g.Expect(pod.Labels).To(HaveKeyWithValue(LabelPodSet, "web"))
 	g.Expect(podSelector(ps).Matches(labels.Set(pod.Labels))).To(BeTrue())
 	g.Expect(ManagedPodsSelector().Matches(labels.Set(pod.Labels))).To(BeTrue(),
@@ -88,7 +96,7 @@ func TestNewPodImageAndCommand(t *testing.T) {
 			ps.Spec.Image = tt.image
 			ps.Spec.Command = tt.command
 
-			pod := newPod(ps, tt.defaultImage)
+			pod := newPodFromSpec(ps, tt.defaultImage)
 
 			g.Expect(pod.Spec.Containers).To(HaveLen(1))
 			c := pod.Spec.Containers[0]
@@ -112,7 +120,7 @@ func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 	}
 
-	pod := newPod(ps, managerDefaultImage)
+	pod := newPodFromSpec(ps, managerDefaultImage)
 
 	c := pod.Spec.Containers[0]
 	g.Expect(c.Args).To(Equal([]string{"--port", "8080"}))
@@ -131,7 +139,7 @@ func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 func TestNewPodWithoutEnvOrResources(t *testing.T) {
 	g := NewWithT(t)
 
-	c := newPod(unitPodSet(1), managerDefaultImage).Spec.Containers[0]
+	c := newPodFromSpec(unitPodSet(1), managerDefaultImage).Spec.Containers[0]
 
 	g.Expect(c.Env).To(BeNil())
 	g.Expect(c.Args).To(BeNil())
@@ -143,7 +151,7 @@ func TestNewPodRunsUnderTheRestrictedProfile(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(1)
 
-	pod := newPod(ps, managerDefaultImage)
+	pod := newPodFromSpec(ps, managerDefaultImage)
 
 	psc := pod.Spec.SecurityContext
 	g.Expect(psc).NotTo(BeNil())
@@ -197,7 +205,7 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 			ps := unitPodSet(1)
 			tt.mutate(ps)
 
-			pod := newPod(ps, managerDefaultImage)
+			pod := newPodFromSpec(ps, managerDefaultImage)
 
 			results := evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec)
 			g.Expect(results).NotTo(BeEmpty())

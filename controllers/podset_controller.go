@@ -3,11 +3,13 @@
 // podset_controller.go orchestrates one reconcile; each concern lives in its
 // own file: pod_index.go (the cached pods by controller and label),
 // pod_ownership.go (which pods are the PodSet's: adoption and release),
-// scaling.go (creating and deleting pods under expectations.go),
-// slow_start.go, deletion_ranking.go, pod_template.go (what a pod looks
-// like), status.go (what the status says), status_pacing.go (when it is
-// written), pod_events.go (which pod events wake which PodSet) and
-// cache_options.go (what the manager caches).
+// revisions.go (the pod template's ControllerRevisions; the pure part is in
+// package revision), rolling_update.go (what one step creates and deletes;
+// the arithmetic is in package rollout), scaling.go (creating and deleting
+// pods under expectations.go), slow_start.go, deletion_ranking.go,
+// pod_template.go (what a pod looks like), status.go (what the status says),
+// status_pacing.go (when it is written), pod_events.go (which pod events wake
+// which PodSet) and cache_options.go (what the manager caches).
 package controllers
 
 import (
@@ -15,8 +17,10 @@ import (
 	"errors"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -76,6 +80,8 @@ type podSetScope struct {
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*corev1.Pod
+	// revisions are the PodSet's pod template revisions.
+	revisions revisionState
 	// outcome is what the scaling phase did.
 	outcome scaleOutcome
 	// statusWait is how long until a status write held back by the pacer
@@ -96,6 +102,10 @@ type podSetScope struct {
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Revisions are cached (list, watch), created, renumbered on rollback
+// (patch), pruned (delete), and read directly (get) when a create finds the
+// name taken, to tell a stale cache from a hash collision.
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 
 // Reconcile brings one PodSet's pods to spec.replicas and writes its status.
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -112,26 +122,37 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
 
-	// Without knowing which pods are the PodSet's, neither scaling nor status
-	// can be right: stop here and retry.
-	if err := r.claimPods(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	// Without knowing which pods are the PodSet's and which pod template
+	// is current, neither scaling nor status can be right: stop here and
+	// retry.
+	for _, phase := range []func(context.Context, *podSetScope) error{
+		r.claimPods,
+		r.syncRevisions,
+		r.labelUnrevisionedPods,
+	} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	// A failed scale is reported in the status, then retried with backoff.
-	scaleErr := r.scalePods(ctx, s)
-	statusErr := r.updateStatus(ctx, s)
-	if err := kerrors.NewAggregate([]error{scaleErr, statusErr}); err != nil {
+	errs := []error{r.scalePods(ctx, s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
+	if err := kerrors.NewAggregate(errs); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Read again: the scaling step may have just expected writes, and the
+	// wake-up at their timeout is what recovers a lost watch event.
+	s.expectationsWait = r.Expectations.ExpiresIn(key)
 	return ctrl.Result{RequeueAfter: nextWakeUp(s)}, nil
 }
 
 // nextWakeUp is when the PodSet must be looked at again without any event:
 // when a ready pod becomes available, when writes that were never observed
-// stop being waited for, or when a paced status write is due.
+// stop being waited for, when a paced status write is due, or when the
+// progress deadline passes.
 func nextWakeUp(s *podSetScope) time.Duration {
-	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), time.Now())
-	for _, w := range []time.Duration{s.expectationsWait, s.statusWait} {
+	now := time.Now()
+	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), now)
+	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, progressDeadlineIn(s.podSet, s.podSet.Status, now)} {
 		if w > 0 && (next == 0 || w < next) {
 			next = w
 		}
@@ -144,7 +165,7 @@ func nextWakeUp(s *podSetScope) time.Duration {
 // status_pacing.go).
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
 	now := time.Now()
-	status := computeStatus(s.podSet, s.pods, s.outcome, now)
+	status := computeStatus(s.podSet, s.pods, &s.revisions, s.outcome, now)
 	switch {
 	case equality.Semantic.DeepEqual(status, s.podSet.Status):
 		return nil
@@ -158,10 +179,18 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	}
 	orig := s.podSet.DeepCopy()
 	s.podSet.Status = status
-	if err := r.Status().Patch(ctx, s.podSet, client.MergeFrom(orig)); err != nil {
+	patch, err := statusPatch(orig, s.podSet)
+	if err != nil {
+		return err
+	}
+	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.statusPacer.wrote(s.key, now)
+	if deadlineJustExceeded(orig.Status, status) {
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Rollout", "%s",
+			eventNote(meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing).Message))
+	}
 	return nil
 }
 
@@ -203,6 +232,8 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
 		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod}).
+		// A revision deleted or changed by hand is recreated or corrected.
+		Owns(&appsv1.ControllerRevision{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("podset").
 		Complete(r)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 const (
@@ -43,7 +44,9 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(ref.UID).To(Equal(ps.UID))
 		g.Expect(ref.Kind).To(Equal("PodSet"))
 		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
-		g.Expect(pod.Labels).To(Equal(podLabels(ps)))
+		want := podLabels(ps)
+		want[LabelRevisionHash] = revision.Hash(revision.FromPodSet(ps), nil)
+		g.Expect(pod.Labels).To(Equal(want))
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal(testOperandImage))
 	}
 
@@ -69,7 +72,8 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(p.Status.AvailableReplicas).To(BeEquivalentTo(5))
 		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
 		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
-		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionProgressing)).To(Equal(metav1.ConditionFalse))
+		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionProgressing)).To(Equal(metav1.ConditionTrue))
+		g.Expect(progressingReason(p.Status)).To(Equal(ReasonNewRevisionAvailable))
 	}, eventually, poll).Should(Succeed())
 
 	setReplicas(g, ps, 2)
@@ -223,9 +227,14 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	ctx := context.Background()
 	ns := newTestNamespace(t, nil)
 
-	// An orphan that already carries the PodSet's labels is adopted instead
-	// of a new pod being created.
-	orphan := plainPod(ns, "orphan", podLabels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter"}}))
+	// An orphan that already carries the PodSet's labels, and runs its pod
+	// template, is adopted instead of a new pod being created. (One that
+	// runs another template is adopted and then replaced by the rollout:
+	// see TestIntegrationPodsWithoutRevisionAreRecognised.)
+	spec := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: ns}}
+	orphan := newPod(spec, revision.FromPodSet(spec), "", testOperandImage)
+	delete(orphan.Labels, LabelRevisionHash)
+	orphan.GenerateName, orphan.Name = "", "orphan"
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
 	ps := createPodSet(t, ns, "adopter", 2, nil)
 	pods := waitForLivePods(g, ps, 2)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -28,42 +31,84 @@ const (
 	EventFailedDelete     = ReasonFailedDelete
 )
 
-// scalePods creates or deletes pods so that the live ones number
-// spec.replicas. It acts only when every write of the previous reconcile has
-// been observed in the cache; otherwise the cache may still lack pods just
-// created (or still hold pods just deleted) and acting on it would overshoot.
+// scalePods creates and deletes pods so that spec.replicas live pods run the
+// update revision (partition of them the old one), within the update
+// strategy's bounds: see rolling_update.go for what one step does. It acts
+// only when every write of the previous reconcile has been observed in the
+// cache; otherwise the cache may still lack pods just created (or still hold
+// pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.expectationsWait > 0 {
+	if s.podSet.DeletionTimestamp != nil || s.expectationsWait > 0 || s.revisions.update == nil {
 		return nil
 	}
 	s.outcome.attempted = true
 
-	var live []*corev1.Pod
-	for _, pod := range s.pods {
-		if isPodLive(pod) {
-			live = append(live, pod)
-		}
+	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
+	if err != nil {
+		s.outcome.err, s.outcome.failureReason = err, ReasonFailedCreate
+		return err
 	}
-	diff := len(live) - int(s.podSet.DesiredReplicas())
-	switch {
-	case diff < 0:
-		s.outcome.err = r.createPods(ctx, s, min(-diff, r.burstReplicas()))
-		s.outcome.failureReason = ReasonFailedCreate
-	case diff > 0:
-		s.outcome.err = r.deletePods(ctx, s, podsToDelete(live, min(diff, r.burstReplicas())))
-		s.outcome.failureReason = ReasonFailedDelete
+	creations := step.createUpdated + step.createOld
+	uids := make([]types.UID, len(step.victims))
+	for i, pod := range step.victims {
+		uids[i] = pod.UID
 	}
-	return s.outcome.err
+	// Expect the writes before issuing them: their watch events can arrive
+	// before the calls return.
+	r.Expectations.Expect(s.key, creations, uids)
+
+	// Deletions go first and are waited for, so that a step's creations
+	// never push the live pods past replicas + maxSurge, not even briefly.
+	if err := r.deletePods(ctx, s, step.victims); err != nil {
+		r.creationsSkipped(s, creations)
+		s.outcome.err, s.outcome.failureReason = err, ReasonFailedDelete
+		return err
+	}
+	if step.deletionsCapped {
+		// The burst cut the deletions short; creations planned on the
+		// assumption that they all happened wait for the next step.
+		r.creationsSkipped(s, creations)
+		return nil
+	}
+	rs := &s.revisions
+	created, err := r.createPods(ctx, s, rs.updateTemplate, rs.updateHash, step.createUpdated)
+	if err == nil {
+		var n int
+		n, err = r.createPods(ctx, s, rs.currentTemplate, rs.currentHash, step.createOld)
+		created += n
+	}
+	// No event will ever come for a pod that was not created: one refused, or
+	// never attempted because an earlier batch failed.
+	r.creationsSkipped(s, creations-created)
+	if created > 0 {
+		logf.FromContext(ctx).V(1).Info("created pods", "count", created)
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", created)
+	}
+	if err != nil {
+		s.outcome.err, s.outcome.failureReason = err, ReasonFailedCreate
+		return err
+	}
+	return nil
 }
 
-func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, n int) error {
+// creationsSkipped tells the expectations that n expected creations will not
+// happen.
+func (r *PodSetReconciler) creationsSkipped(s *podSetScope, n int) {
+	for range n {
+		r.Expectations.CreationObserved(s.key)
+	}
+}
+
+// createPods creates n pods from a revision's template, in slow-start
+// batches. It returns how many were created.
+func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl revision.Template, hash string, n int) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
 	ps := s.podSet
-	// Expect the pods before creating them: their watch events can arrive
-	// before the create calls return.
-	r.Expectations.ExpectCreations(s.key, n)
 	var created atomic.Int32
 	_, err := slowStartBatch(n, func() error {
-		pod := newPod(ps, r.DefaultImage)
+		pod := newPod(ps, tmpl, hash, r.DefaultImage)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err
 		}
@@ -77,30 +122,20 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, n int
 		created.Add(1)
 		return nil
 	})
-	// No event will ever come for a pod that was not created: one refused, or
-	// never attempted because an earlier batch failed.
-	for range n - int(created.Load()) {
-		r.Expectations.CreationObserved(s.key)
-	}
 	s.outcome.issued += int(created.Load())
-	if c := created.Load(); c > 0 {
-		logf.FromContext(ctx).V(1).Info("created pods", "count", c)
-		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", c)
-	}
 	if err != nil {
-		return fmt.Errorf("creating pods: %w", err)
+		return int(created.Load()), fmt.Errorf("creating pods: %w", err)
 	}
-	return nil
+	return int(created.Load()), nil
 }
 
+// deletePods deletes the victims in parallel; the caller has expected their
+// deletions.
 func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod) error {
-	ps := s.podSet
-	uids := make([]types.UID, len(victims))
-	for i, pod := range victims {
-		uids[i] = pod.UID
+	if len(victims) == 0 {
+		return nil
 	}
-	r.Expectations.ExpectDeletions(s.key, uids)
-
+	ps := s.podSet
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -144,11 +179,17 @@ const maxEventNote = 1024
 // eventNote cuts a note to what the API accepts: a long admission webhook
 // denial would otherwise make the event itself fail.
 func eventNote(note string) string {
-	if len(note) <= maxEventNote {
+	return truncate(note, maxEventNote)
+}
+
+// truncate cuts s to at most limit bytes, on a rune boundary, ending in
+// "..." when it was cut.
+func truncate(note string, limit int) string {
+	if len(note) <= limit {
 		return note
 	}
 	const ellipsis = "..."
-	cut := maxEventNote - len(ellipsis)
+	cut := limit - len(ellipsis)
 	for cut > 0 && !utf8.RuneStart(note[cut]) {
 		cut--
 	}

@@ -9,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/utils/ptr"
+
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // Condition reasons.
@@ -18,8 +21,11 @@ const (
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
 	ReasonScalingUp                  = "ScalingUp"
 	ReasonScalingDown                = "ScalingDown"
+	ReasonRollingUpdate              = "RollingUpdate"
 	ReasonWaitingForAvailability     = "WaitingForAvailability"
-	ReasonReplicasAvailable          = "ReplicasAvailable"
+	ReasonNewRevisionAvailable       = "NewRevisionAvailable"
+	ReasonPaused                     = "Paused"
+	ReasonProgressDeadlineExceeded   = "ProgressDeadlineExceeded"
 	ReasonFailedCreate               = "FailedCreate"
 	ReasonFailedDelete               = "FailedDelete"
 	ReasonNoFailure                  = "NoFailure"
@@ -38,46 +44,122 @@ type scaleOutcome struct {
 	err           error
 }
 
-// computeStatus derives a PodSet's status from the pods observed for it. It
-// is a pure function of its arguments: the same pods at the same time always
-// give the same status, so a status write happens only when something the
-// user can see has changed.
-func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, outcome scaleOutcome, now time.Time) appv1alpha1.PodSetStatus {
+// computeStatus derives a PodSet's status from the pods observed for it and
+// its revisions. It is a pure function of its arguments: the same pods at the
+// same time always give the same status, so a status write happens only when
+// something the user can see has changed.
+func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, rs *revisionState, outcome scaleOutcome, now time.Time) appv1alpha1.PodSetStatus {
+	prev := ps.Status
 	status := *ps.Status.DeepCopy()
 	desired := ps.DesiredReplicas()
 
-	setReplicaCounts(&status, pods, minReady(ps), now)
+	setReplicaCounts(&status, pods, rs.updateHash, minReady(ps), now)
 	status.Selector = podSelector(ps).String()
 	status.ObservedGeneration = ps.Generation
+	if rs.update != nil {
+		status.UpdateRevision = rs.update.Name
+		status.CurrentRevision = rs.current.Name
+		status.CollisionCount = rs.collisionCount
+	}
 
 	// Conditions carry now as their transition time; SetStatusCondition
 	// keeps the old one when the condition's status does not change.
 	transition := metav1.NewTime(now)
+	in, _, _, err := rolloutInput(ps, rs, pods, now)
+	paused := err == nil && !in.Strategy.OnDelete && in.Strategy.Paused
+	if progressed(ps, prev, status, paused) {
+		status.LastProgressTime = &transition
+	}
 	setAvailableCondition(&status, desired, ps.Generation, transition)
-	setProgressingCondition(&status, desired, ps.Generation, transition)
+	setProgressingCondition(&status, progressFacts{
+		desired:  desired,
+		paused:   paused,
+		complete: err == nil && rollout.Complete(in),
+		rolling:  err == nil && !in.Strategy.OnDelete && in.Updated.Live < wantUpdated(in),
+		deadline: progressDeadline(ps),
+		now:      now,
+	}, ps.Generation, transition)
 	setReplicaFailureCondition(&status, outcome, ps.Generation, transition)
 	return status
 }
 
-// setReplicaCounts sets replicas, readyReplicas, availableReplicas and
-// podNames from the live pods.
-func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, minReady time.Duration, now time.Time) {
+func wantUpdated(in rollout.Input) int {
+	upd, _ := rollout.Targets(in)
+	return upd
+}
+
+// setReplicaCounts sets replicas, readyReplicas, availableReplicas, the
+// updated counts and podNames from the live pods.
+func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, updateHash string, minReady time.Duration, now time.Time) {
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
+	status.UpdatedReplicas, status.UpdatedReadyReplicas, status.UpdatedAvailableReplicas = 0, 0, 0
 	status.PodNames = nil
 	for _, pod := range pods {
 		if !isPodLive(pod) {
 			continue
 		}
+		updated := updateHash != "" && pod.Labels[LabelRevisionHash] == updateHash
 		status.Replicas++
 		status.PodNames = append(status.PodNames, pod.Name)
+		if updated {
+			status.UpdatedReplicas++
+		}
 		if wait, ready := availableIn(pod, minReady, now); ready {
 			status.ReadyReplicas++
+			if updated {
+				status.UpdatedReadyReplicas++
+			}
 			if wait == 0 {
 				status.AvailableReplicas++
+				if updated {
+					status.UpdatedAvailableReplicas++
+				}
 			}
 		}
 	}
 	sort.Strings(status.PodNames)
+}
+
+// progressed reports whether the pods moved towards the spec since the
+// stored status, which restarts the progress deadline: a new spec or
+// revision, a rollout resumed, more pods updated, ready or available, fewer
+// old pods, or the live count closer to replicas.
+func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paused bool) bool {
+	desired := ps.DesiredReplicas()
+	distance := func(n int32) int32 { return max(n-desired, desired-n) }
+	wasPaused := func() bool {
+		c := meta.FindStatusCondition(prev.Conditions, appv1alpha1.ConditionProgressing)
+		return c != nil && c.Reason == ReasonPaused
+	}
+	return prev.LastProgressTime == nil ||
+		prev.ObservedGeneration != ps.Generation ||
+		prev.UpdateRevision != cur.UpdateRevision ||
+		(wasPaused() && !paused) ||
+		cur.UpdatedReplicas > prev.UpdatedReplicas ||
+		cur.UpdatedAvailableReplicas > prev.UpdatedAvailableReplicas ||
+		cur.ReadyReplicas > prev.ReadyReplicas ||
+		cur.AvailableReplicas > prev.AvailableReplicas ||
+		cur.Replicas-cur.UpdatedReplicas < prev.Replicas-prev.UpdatedReplicas ||
+		distance(cur.Replicas) < distance(prev.Replicas)
+}
+
+// DefaultProgressDeadlineSeconds is the default of
+// spec.progressDeadlineSeconds.
+const DefaultProgressDeadlineSeconds = 600
+
+func progressDeadline(ps *appv1alpha1.PodSet) time.Duration {
+	return time.Duration(ptr.Deref(ps.Spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds)) * time.Second
+}
+
+// progressDeadlineIn is how long until the PodSet's progress deadline passes
+// without progress; 0 when it has passed, or does not apply (no progress
+// recorded, or nothing left to do).
+func progressDeadlineIn(ps *appv1alpha1.PodSet, status appv1alpha1.PodSetStatus, now time.Time) time.Duration {
+	c := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing)
+	if status.LastProgressTime == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason == ReasonNewRevisionAvailable {
+		return 0
+	}
+	return max(0, status.LastProgressTime.Add(progressDeadline(ps)).Sub(now))
 }
 
 func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64, transition metav1.Time) {
@@ -95,27 +177,58 @@ func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, gene
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
-func setProgressingCondition(status *appv1alpha1.PodSetStatus, desired int32, generation int64, transition metav1.Time) {
+// progressFacts is what the Progressing condition is decided from.
+type progressFacts struct {
+	desired int32
+	// paused: a RollingUpdate with rollingUpdate.paused set.
+	paused bool
+	// complete: nothing is left to do (rollout.Complete).
+	complete bool
+	// rolling: fewer pods run the update revision than wanted.
+	rolling  bool
+	deadline time.Duration
+	now      time.Time
+}
+
+// setProgressingCondition says what a Deployment's does: True while pods are
+// moving towards the spec and once they got there (NewRevisionAvailable),
+// Unknown while paused, and False when no progress was made for
+// progressDeadlineSeconds (ProgressDeadlineExceeded; the operator keeps
+// trying, and the next progress makes it True again).
+func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, generation int64, transition metav1.Time) {
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionProgressing,
 		Status:             metav1.ConditionTrue,
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,
 	}
+	desired := f.desired
 	switch {
+	case f.paused:
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonPaused
+		c.Message = fmt.Sprintf("rollout paused: %d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
+	case f.complete:
+		c.Reason = ReasonNewRevisionAvailable
+		c.Message = fmt.Sprintf("all %d pods run revision %s and are available", desired, status.UpdateRevision)
+		if status.UpdatedReplicas < desired {
+			c.Message = fmt.Sprintf("all %d pods available, %d of them run revision %s", desired, status.UpdatedReplicas, status.UpdateRevision)
+		}
+	case status.LastProgressTime != nil && !f.now.Before(status.LastProgressTime.Add(f.deadline)):
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonProgressDeadlineExceeded
+		c.Message = fmt.Sprintf("no progress for %s: %d of %d pods exist, %d updated, %d available",
+			f.deadline, status.Replicas, desired, status.UpdatedReplicas, status.AvailableReplicas)
 	case status.Replicas < desired:
 		c.Reason = ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)
+	case f.rolling:
+		c.Reason = ReasonRollingUpdate
+		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
 	case status.Replicas > desired:
 		c.Reason = ReasonScalingDown
 		c.Message = fmt.Sprintf("%d pods exist, %d wanted", status.Replicas, desired)
-	case status.AvailableReplicas < desired:
+	default:
 		c.Reason = ReasonWaitingForAvailability
 		c.Message = fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired)
-	default:
-		c.Status = metav1.ConditionFalse
-		c.Reason = ReasonReplicasAvailable
-		c.Message = fmt.Sprintf("all %d pods available", desired)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
 }
@@ -143,10 +256,15 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == outcome.failureReason {
 			return
 		}
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, outcome.err.Error()
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, truncate(outcome.err.Error(), maxConditionMessage)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
 }
+
+// maxConditionMessage is the longest condition message the CRD accepts
+// (metav1.Condition's own limit): a longer admission webhook denial would
+// make every status write fail.
+const maxConditionMessage = 32768
 
 // nextAvailabilityCheck is how long until the first pod that is ready but not
 // yet available becomes available; 0 when there is none. No pod event marks

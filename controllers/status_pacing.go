@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -29,14 +30,31 @@ func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scal
 
 // statusWriteIsUrgent reports whether a computed status must be written at
 // once rather than paced: it shows the PodSet settled (every wanted pod
-// exists and is available, and no other pod is live), which is what users
-// and tools wait for, or the ReplicaFailure condition changes, or this
+// exists, runs the wanted revision and is available, and no other pod is
+// live, or the rollout is paused there), which is what users and tools wait
+// for, or the ReplicaFailure condition changes, the progress deadline has
+// just passed, a new revision or collision count must be recorded, or this
 // reconcile's scaling failed. A failed reconcile returns its error, and
 // controller-runtime then ignores RequeueAfter in favour of a backoff that
 // grows to minutes: a write held back now could wait that long.
 func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome scaleOutcome) bool {
-	settled := computed.Replicas == desired && computed.AvailableReplicas == desired
-	return settled || outcome.err != nil || replicaFailureFlips(current, computed)
+	progressing := meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing)
+	settled := computed.Replicas == desired && computed.AvailableReplicas == desired &&
+		progressing != nil && (progressing.Reason == ReasonNewRevisionAvailable || progressing.Reason == ReasonPaused)
+	return settled || outcome.err != nil || replicaFailureFlips(current, computed) ||
+		deadlineJustExceeded(current, computed) ||
+		computed.UpdateRevision != current.UpdateRevision ||
+		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount)
+}
+
+// deadlineJustExceeded reports whether the computed status is the one that
+// turns Progressing to ProgressDeadlineExceeded.
+func deadlineJustExceeded(current, computed appv1alpha1.PodSetStatus) bool {
+	exceeded := func(st appv1alpha1.PodSetStatus) bool {
+		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+		return c != nil && c.Reason == ReasonProgressDeadlineExceeded
+	}
+	return !exceeded(current) && exceeded(computed)
 }
 
 func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {

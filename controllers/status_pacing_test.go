@@ -40,6 +40,12 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 	counts := func(replicas, ready, available int32, conds ...metav1.Condition) appv1alpha1.PodSetStatus {
 		return appv1alpha1.PodSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds}
 	}
+	progressing := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason}
+	}
+	done, paused := progressing(ReasonNewRevisionAvailable), progressing(ReasonPaused)
+	rolling := progressing(ReasonRollingUpdate)
+	deadline := metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded}
 	for _, tc := range []struct {
 		name              string
 		current, computed appv1alpha1.PodSetStatus
@@ -47,8 +53,12 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		outcome           scaleOutcome
 		want              bool
 	}{
-		{"settled: every pod live and available", counts(3, 2, 2), counts(3, 3, 3), 3, scaleOutcome{}, true},
-		{"settled at zero", counts(1, 1, 1), counts(0, 0, 0), 0, scaleOutcome{}, true},
+		{"settled: every pod live, updated and available", counts(3, 2, 2), counts(3, 3, 3, done), 3, scaleOutcome{}, true},
+		{"settled at zero", counts(1, 1, 1), counts(0, 0, 0, done), 0, scaleOutcome{}, true},
+		{"settled where the rollout is paused", counts(3, 2, 2), counts(3, 3, 3, paused), 3, scaleOutcome{}, true},
+		{"all available but still rolling out", counts(3, 2, 2), counts(3, 3, 3, rolling), 3, scaleOutcome{}, false},
+		{"the progress deadline just passed", counts(3, 2, 2, rolling), counts(3, 2, 2, deadline), 3, scaleOutcome{}, true},
+		{"a new revision to record", counts(3, 3, 3, done), appv1alpha1.PodSetStatus{Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, UpdateRevision: "web-2", Conditions: []metav1.Condition{rolling}}, 3, scaleOutcome{}, true},
 		{"pods still turning ready", counts(3, 1, 1), counts(3, 2, 2), 3, scaleOutcome{}, false},
 		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, scaleOutcome{}, false},
 		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, scaleOutcome{}, false},

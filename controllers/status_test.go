@@ -72,12 +72,14 @@ func TestComputeStatusCounts(t *testing.T) {
 			wantNames:     []string{"a"},
 		},
 		{
-			name:          "ready with no transition time is available",
+			// As the ReplicaSet controller judges it: nobody knows
+			// how long it has been ready.
+			name:          "ready with no transition time is not available under minReadySeconds",
 			minReady:      10,
 			pods:          []*corev1.Pod{unitPod("a", readySince(time.Time{}))},
 			wantReplicas:  1,
 			wantReady:     1,
-			wantAvailable: 1,
+			wantAvailable: 0,
 			wantNames:     []string{"a"},
 		},
 	}
@@ -90,7 +92,7 @@ func TestComputeStatusCounts(t *testing.T) {
 			ps.Status.PodNames = []string{"gone"}
 			ps.Status.Replicas, ps.Status.ReadyReplicas, ps.Status.AvailableReplicas = 9, 9, 9
 
-			st := computeStatus(ps, tt.pods, scaleOutcome{}, unitNow)
+			st := computeStatus(ps, tt.pods, &revisionState{}, scaleOutcome{}, unitNow)
 
 			g.Expect(st.Replicas).To(Equal(tt.wantReplicas), "replicas")
 			g.Expect(st.ReadyReplicas).To(Equal(tt.wantReady), "readyReplicas")
@@ -110,7 +112,7 @@ func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 	ps.Generation = 7
 	ps.Status.ObservedGeneration = 6
 
-	st := computeStatus(ps, nil, scaleOutcome{attempted: true}, unitNow)
+	st := computeStatus(ps, nil, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
 
 	g.Expect(st.Selector).To(Equal("app.example.com/podset=web,app.kubernetes.io/instance=web," +
 		"app.kubernetes.io/managed-by=podset-operator,app.kubernetes.io/name=podset"))
@@ -174,16 +176,16 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 			pods:                []*corev1.Pod{ready("a"), ready("b")},
 			wantAvailable:       metav1.ConditionTrue,
 			wantAvailableReason: ReasonMinimumReplicasAvailable,
-			wantProgressing:     metav1.ConditionFalse,
-			wantProgressReason:  ReasonReplicasAvailable,
+			wantProgressing:     metav1.ConditionTrue,
+			wantProgressReason:  ReasonNewRevisionAvailable,
 		},
 		{
 			name:                "zero replicas, no pods",
 			replicas:            0,
 			wantAvailable:       metav1.ConditionTrue,
 			wantAvailableReason: ReasonMinimumReplicasAvailable,
-			wantProgressing:     metav1.ConditionFalse,
-			wantProgressReason:  ReasonReplicasAvailable,
+			wantProgressing:     metav1.ConditionTrue,
+			wantProgressReason:  ReasonNewRevisionAvailable,
 		},
 	}
 	for _, tt := range tests {
@@ -191,7 +193,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 			g := NewWithT(t)
 			ps := unitPodSet(tt.replicas)
 
-			st := computeStatus(ps, tt.pods, scaleOutcome{attempted: true}, unitNow)
+			st := computeStatus(ps, tt.pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
 
 			available := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionAvailable)
 			g.Expect(available).NotTo(BeNil())
@@ -268,7 +270,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 			ps.Generation = 2
 			ps.Status.Conditions = tt.existing
 
-			st := computeStatus(ps, nil, tt.outcome, unitNow)
+			st := computeStatus(ps, nil, &revisionState{}, tt.outcome, unitNow)
 
 			got := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionReplicaFailure)
 			g.Expect(got).NotTo(BeNil())
@@ -293,10 +295,10 @@ func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 	ps := unitPodSet(2)
 	pods := []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-time.Hour)))}
 
-	first := computeStatus(ps, pods, scaleOutcome{attempted: true}, unitNow)
+	first := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
 	ps.Status = first
 	ps.Generation = 2
-	second := computeStatus(ps, pods, scaleOutcome{attempted: true}, unitNow.Add(time.Hour))
+	second := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow.Add(time.Hour))
 
 	g.Expect(second.Conditions).To(HaveLen(len(first.Conditions)))
 	for _, c := range first.Conditions {
@@ -321,7 +323,7 @@ func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 		LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
 	}}
 
-	st := computeStatus(ps, nil, scaleOutcome{attempted: true}, unitNow)
+	st := computeStatus(ps, nil, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
 
 	g.Expect(st.Conditions).To(HaveLen(3))
 	for _, c := range st.Conditions {
@@ -340,8 +342,8 @@ func TestComputeStatusIsPure(t *testing.T) {
 	}
 	outcome := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New("quota")}
 
-	first := computeStatus(ps, pods, outcome, unitNow)
-	second := computeStatus(ps, pods, outcome, unitNow)
+	first := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
+	second := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
 
 	g.Expect(equality.Semantic.DeepEqual(first, second)).To(BeTrue(),
 		"same input, different output:\n%#v\n%#v", first, second)
@@ -357,7 +359,7 @@ func TestComputeStatusDoesNotMutateItsInput(t *testing.T) {
 	psBefore := ps.DeepCopy()
 	podsBefore := []*corev1.Pod{pods[0].DeepCopy(), pods[1].DeepCopy()}
 
-	st := computeStatus(ps, pods, scaleOutcome{attempted: true}, unitNow)
+	st := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
 
 	g.Expect(st.Conditions).NotTo(Equal(psBefore.Status.Conditions), "the input should have called for changes")
 	g.Expect(equality.Semantic.DeepEqual(ps, psBefore)).To(BeTrue(), "the PodSet was mutated")
@@ -465,14 +467,14 @@ func TestReplicaFailureKeepsItsMessageWhileTheFailureGoesOn(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(3)
 	first := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
-	ps.Status = computeStatus(ps, nil, first, unitNow)
+	ps.Status = computeStatus(ps, nil, &revisionState{}, first, unitNow)
 
 	again := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
-	next := computeStatus(ps, nil, again, unitNow.Add(time.Minute))
+	next := computeStatus(ps, nil, &revisionState{}, again, unitNow.Add(time.Minute))
 	g.Expect(next).To(Equal(ps.Status), "an ongoing failure must not change the status")
 
 	other := scaleOutcome{attempted: true, failureReason: ReasonFailedDelete, err: errors.New("delete refused")}
-	c := meta.FindStatusCondition(computeStatus(ps, nil, other, unitNow).Conditions, appv1alpha1.ConditionReplicaFailure)
+	c := meta.FindStatusCondition(computeStatus(ps, nil, &revisionState{}, other, unitNow).Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(c.Reason).To(Equal(ReasonFailedDelete))
 	g.Expect(c.Message).To(Equal("delete refused"))
 }

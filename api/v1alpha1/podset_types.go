@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Condition types a PodSet reports in status.conditions.
@@ -74,6 +75,105 @@ type PodSetSpec struct {
 	// requested by and limited for the container.
 	// +optional
 	Resources *Resources `json:"resources,omitempty"`
+
+	// podAnnotations are annotations every pod carries. They are part of the
+	// pod template: changing them rolls the pods, which is how
+	// `kubectl podset rollout restart` restarts them (it sets
+	// kubectl.kubernetes.io/restartedAt).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="annotation values must be at most 4096 characters"
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// updateStrategy says how pods are moved to a changed pod template
+	// (image, command, args, env, resources, podAnnotations).
+	// +kubebuilder:default={}
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// revisionHistoryLimit is how many old revisions of the pod template are
+	// kept, as ControllerRevisions, for rollback. Revisions that live pods
+	// still run are always kept.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// progressDeadlineSeconds is how long a rollout or scaling may go without
+	// progress before the Progressing condition turns False with reason
+	// ProgressDeadlineExceeded. The operator keeps trying after that.
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// UpdateStrategyType is how pods take a new pod template.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type UpdateStrategyType string
+
+const (
+	// RollingUpdateStrategyType replaces pods of old revisions with pods of
+	// the new one, within maxSurge and maxUnavailable.
+	RollingUpdateStrategyType UpdateStrategyType = "RollingUpdate"
+	// OnDeleteStrategyType never replaces a pod because its template
+	// changed: a pod takes the new template only when it is replaced for
+	// another reason (deleted, terminated, scaled).
+	OnDeleteStrategyType UpdateStrategyType = "OnDelete"
+)
+
+// UpdateStrategy says how pods are moved to a changed pod template.
+// +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",message="rollingUpdate may only be set when type is RollingUpdate",fieldPath=".rollingUpdate"
+type UpdateStrategy struct {
+	// type is RollingUpdate (the default: pods are replaced within maxSurge
+	// and maxUnavailable) or OnDelete (a pod takes the new template only
+	// when it is replaced for another reason).
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// rollingUpdate tunes the RollingUpdate strategy; when absent, its
+	// defaults apply.
+	// +optional
+	RollingUpdate *RollingUpdate `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdate tunes a rolling update.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxSurge) || !has(self.maxUnavailable) || !(string(self.maxSurge).matches('^0+%?$') && string(self.maxUnavailable).matches('^0+%?$'))",message="maxSurge and maxUnavailable must not both be 0: the rollout could never replace a pod"
+type RollingUpdate struct {
+	// maxUnavailable is how many pods (a number, or a percentage of
+	// replicas, rounded down) may be unavailable during the update, below
+	// replicas. When both it and maxSurge come to 0, 1 is used.
+	// +kubebuilder:default="25%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^(100|[1-9]?[0-9])%$') : self >= 0",message="must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// maxSurge is how many pods (a number, or a percentage of replicas,
+	// rounded up) may exist above replicas during the update.
+	// +kubebuilder:default="25%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^[0-9]+%$') : self >= 0",message="must be a non-negative integer or a percentage"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// partition is how many pods stay on the old revision: the update
+	// stops once replicas - partition pods run the new one. Lowering it
+	// continues the rollout; raising it rolls pods back.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Partition *int32 `json:"partition,omitempty"`
+
+	// paused stops the rollout: no pod is replaced because its template
+	// changed, and no surge pod is created. Scaling goes on, and pods
+	// replaced for other reasons take the new template.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // EnvVar is an environment variable with a literal value.
@@ -147,6 +247,44 @@ type PodSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// updatedReplicas is the number of live pods that run the update
+	// revision (the current pod template).
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// updatedReadyReplicas is the number of updated live pods that are
+	// Ready.
+	// +optional
+	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas"`
+
+	// updatedAvailableReplicas is the number of updated live pods that have
+	// been Ready for at least spec.minReadySeconds.
+	// +optional
+	UpdatedAvailableReplicas int32 `json:"updatedAvailableReplicas"`
+
+	// currentRevision is the name of the ControllerRevision that the pods
+	// ran before the rollout in progress, or updateRevision when none is in
+	// progress. Pods that partition keeps on the old revision are created
+	// from it.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// updateRevision is the name of the ControllerRevision of the current
+	// pod template.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// collisionCount counts hash collisions between revision names; it is
+	// part of the hash, so that a collision yields a new name.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// lastProgressTime is when the pods last moved towards the spec (a
+	// pod created, deleted or turned available, a new revision), which is
+	// what spec.progressDeadlineSeconds is measured from.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
 	// conditions are Available, Progressing and ReplicaFailure.
 	// +listType=map
 	// +listMapKey=type
@@ -163,6 +301,7 @@ type PodSetStatus struct {
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,description="Number of pods requested"
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`,description="Number of live pods"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`,description="Number of Ready pods"
+// +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`,description="Number of live pods running the current pod template"
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,description="Number of pods Ready for at least minReadySeconds"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodSet struct {

@@ -1,0 +1,257 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// DefaultRevisionHistoryLimit is the default of spec.revisionHistoryLimit.
+const DefaultRevisionHistoryLimit = 10
+
+// maxCollisionRetries bounds how many names syncRevisions tries for a new
+// revision; each clash bumps collisionCount.
+const maxCollisionRetries = 5
+
+// revisionState is what one reconcile knows of the PodSet's revisions.
+type revisionState struct {
+	// all are the PodSet's ControllerRevisions, update revision included.
+	all []*appsv1.ControllerRevision
+	// update is the revision of the spec's pod template; current is the
+	// one the pods ran before the rollout in progress (update when none is).
+	update, current *appsv1.ControllerRevision
+	// The templates and hashes of update and current.
+	updateTemplate, currentTemplate revision.Template
+	updateHash, currentHash         string
+	// collisionCount is the count the update revision's hash was made with.
+	collisionCount *int32
+}
+
+// canCreateOld reports whether pods of an older revision can be created:
+// partition keeps old pods, and scaling up with a partition adds some.
+func (rs *revisionState) canCreateOld() bool {
+	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
+}
+
+// syncRevisions finds or creates the ControllerRevision of the PodSet's pod
+// template and works out the current one. A template that equals a stored
+// revision (a rollback) reuses it, hash and all, with the next revision
+// number, so that pods still running it are kept.
+func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) error {
+	ps := s.podSet
+	list := &appsv1.ControllerRevisionList{}
+	if err := r.List(ctx, list, client.InNamespace(ps.Namespace), client.MatchingLabels{LabelPodSet: ps.Name, LabelManagedBy: ManagedByValue}); err != nil {
+		return fmt.Errorf("listing revisions: %w", err)
+	}
+	rs := &s.revisions
+	for i := range list.Items {
+		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.UID == ps.UID {
+			rs.all = append(rs.all, &list.Items[i])
+		}
+	}
+	rs.collisionCount = ps.Status.CollisionCount
+	rs.updateTemplate = revision.FromPodSet(ps)
+
+	if ps.DeletionTimestamp != nil {
+		// Nothing is created for a PodSet on its way out.
+		return nil
+	}
+	update := revision.FindEqual(rs.all, rs.updateTemplate)
+	var err error
+	switch {
+	case update == nil:
+		update, err = r.createRevision(ctx, s)
+	case update.Revision < revision.NextNumber(rs.all)-1:
+		// A rollback: the old revision becomes the newest again.
+		update, err = r.renumberRevision(ctx, update, revision.NextNumber(rs.all))
+	}
+	if err != nil {
+		return err
+	}
+	rs.update, rs.updateHash = update, revisionHash(update)
+	rs.current, rs.currentTemplate, rs.currentHash = currentRevision(ps, rs, s.pods)
+	return nil
+}
+
+// currentRevision is the revision the pods ran before the rollout in
+// progress: status.currentRevision while some live pod runs another revision
+// than the update one and that revision is still stored; otherwise the update
+// revision.
+func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
+	rollingOut := false
+	for _, pod := range pods {
+		if isPodLive(pod) && pod.Labels[LabelRevisionHash] != rs.updateHash {
+			rollingOut = true
+			break
+		}
+	}
+	if rollingOut && ps.Status.CurrentRevision != "" && ps.Status.CurrentRevision != rs.update.Name {
+		for _, cr := range rs.all {
+			if cr.Name != ps.Status.CurrentRevision {
+				continue
+			}
+			if tmpl, err := revision.Decode(cr); err == nil {
+				return cr, tmpl, revisionHash(cr)
+			}
+		}
+	}
+	return rs.update, rs.updateTemplate, rs.updateHash
+}
+
+// createRevision stores the spec's template as a new revision. A name taken
+// by a different template (a hash collision, or a revision some other owner
+// left behind) bumps collisionCount and tries the next name.
+func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (*appsv1.ControllerRevision, error) {
+	ps, rs := s.podSet, &s.revisions
+	data, err := revision.Encode(rs.updateTemplate)
+	if err != nil {
+		return nil, err
+	}
+	for range maxCollisionRetries {
+		hash := revision.Hash(rs.updateTemplate, rs.collisionCount)
+		cr := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      revision.Name(ps.Name, hash),
+				Namespace: ps.Namespace,
+				Labels: map[string]string{
+					LabelPodSet:       ps.Name,
+					LabelManagedBy:    ManagedByValue,
+					LabelRevisionHash: hash,
+				},
+				Annotations: changeCause(ps),
+			},
+			Data:     data,
+			Revision: revision.NextNumber(rs.all),
+		}
+		if err := controllerutil.SetControllerReference(ps, cr, r.Scheme); err != nil {
+			return nil, err
+		}
+		err := r.Create(ctx, cr)
+		if err == nil {
+			rs.all = append(rs.all, cr)
+			return cr, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)
+		}
+		// The cache may just lag behind a revision this operator made: the
+		// API server has the last word.
+		existing := &appsv1.ControllerRevision{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
+			return nil, fmt.Errorf("reading revision %s: %w", cr.Name, err)
+		}
+		if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == ps.UID {
+			if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.updateTemplate) {
+				rs.all = append(rs.all, existing)
+				return existing, nil
+			}
+		}
+		rs.collisionCount = ptr.To(ptr.Deref(rs.collisionCount, 0) + 1)
+	}
+	return nil, fmt.Errorf("no free revision name for PodSet %s after %d hash collisions", ps.Name, maxCollisionRetries)
+}
+
+// renumberRevision gives a reused revision the next revision number.
+func (r *PodSetReconciler) renumberRevision(ctx context.Context, cached *appsv1.ControllerRevision, number int64) (*appsv1.ControllerRevision, error) {
+	cr := cached.DeepCopy()
+	cr.Revision = number
+	// No optimistic lock: a reconcile that reads a stale cache computes the
+	// same number and patches it again, harmlessly.
+	if err := r.Patch(ctx, cr, client.MergeFrom(cached)); err != nil {
+		return nil, fmt.Errorf("renumbering revision %s: %w", cr.Name, err)
+	}
+	return cr, nil
+}
+
+// changeCause carries the PodSet's kubernetes.io/change-cause annotation to
+// the revision, where `kubectl podset rollout history` shows it.
+func changeCause(ps *appv1alpha1.PodSet) map[string]string {
+	if cause, ok := ps.Annotations[AnnotationChangeCause]; ok {
+		return map[string]string{AnnotationChangeCause: cause}
+	}
+	return nil
+}
+
+// AnnotationChangeCause is the annotation kubectl users record a change's
+// reason in.
+const AnnotationChangeCause = "kubernetes.io/change-cause"
+
+// revisionHash is the hash a revision's pods carry.
+func revisionHash(cr *appsv1.ControllerRevision) string {
+	return cr.Labels[LabelRevisionHash]
+}
+
+// labelUnrevisionedPods gives a revision label to live pods that have none:
+// pods made by operator v0.1.0, before revisions existed, and orphans just
+// adopted. A pod that matches the update (or current) template is labelled as
+// such and kept; any other stays unlabelled, counts as an old revision and is
+// replaced by the rollout. The pod cache keeps the spec of exactly these pods
+// (see slimPod), which is what the comparison reads.
+func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetScope) error {
+	rs := &s.revisions
+	if rs.update == nil || s.podSet.DeletionTimestamp != nil {
+		return nil
+	}
+	var errs []error
+	for i, pod := range s.pods {
+		if !isPodLive(pod) || pod.Labels[LabelRevisionHash] != "" {
+			continue
+		}
+		var hash string
+		switch {
+		case podMatchesTemplate(pod, rs.updateTemplate, r.DefaultImage):
+			hash = rs.updateHash
+		case rs.currentHash != rs.updateHash && podMatchesTemplate(pod, rs.currentTemplate, r.DefaultImage):
+			hash = rs.currentHash
+		default:
+			continue
+		}
+		labelled := pod.DeepCopy() // pod is the cache's object
+		labelled.Labels[LabelRevisionHash] = hash
+		if err := r.Patch(ctx, labelled, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("labelling pod %s with its revision: %w", pod.Name, err))
+			}
+			continue
+		}
+		s.pods[i] = labelled
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// pruneRevisions deletes the oldest revisions beyond
+// spec.revisionHistoryLimit, never one that is current, the update one, or
+// run by a pod.
+func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) error {
+	rs := &s.revisions
+	if rs.update == nil {
+		return nil
+	}
+	keep := map[string]bool{rs.update.Name: true, rs.current.Name: true}
+	for _, pod := range s.pods {
+		if hash := pod.Labels[LabelRevisionHash]; hash != "" {
+			keep[revision.Name(s.podSet.Name, hash)] = true
+		}
+	}
+	limit := int(ptr.Deref(s.podSet.Spec.RevisionHistoryLimit, DefaultRevisionHistoryLimit))
+	var errs []error
+	for _, cr := range revision.ToPrune(rs.all, keep, limit) {
+		err := r.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("pruning revision %s: %w", cr.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,253 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		replicas                  int
+		maxSurge, maxUnavailable  *intstr.IntOrString
+		wantSurge, wantUnavailble int
+	}{
+		{"defaults: 25% each, surge rounds up, unavailability down", 10, nil, nil, 3, 2},
+		{"defaults on one pod", 1, nil, nil, 1, 0},
+		{"absolute numbers", 10, ptr.To(intstr.FromInt32(4)), ptr.To(intstr.FromInt32(1)), 4, 1},
+		{"both resolve to 0: one pod may be unavailable", 3, ptr.To(intstr.FromString("10%")), ptr.To(intstr.FromString("10%")), 1, 0},
+		{"both 0 percent resolve like the Deployment's", 3, ptr.To(intstr.FromString("0%")), ptr.To(intstr.FromString("0%")), 0, 1},
+		{"unavailability capped at replicas", 2, ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromInt32(5)), 0, 2},
+		{"100% unavailable", 4, ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromString("100%")), 0, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s, err := Resolve(tc.replicas, false, false, tc.maxSurge, tc.maxUnavailable, 0)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.MaxSurge).To(Equal(tc.wantSurge), "maxSurge")
+			g.Expect(s.MaxUnavailable).To(Equal(tc.wantUnavailble), "maxUnavailable")
+		})
+	}
+}
+
+func TestResolveRefusesBadPercentages(t *testing.T) {
+	_, err := Resolve(3, false, false, ptr.To(intstr.FromString("lots")), nil, 0)
+	NewWithT(t).Expect(err).To(HaveOccurred())
+}
+
+func TestStep(t *testing.T) {
+	rolling := Strategy{MaxSurge: 1, MaxUnavailable: 1}
+	for _, tc := range []struct {
+		name     string
+		replicas int
+		s        Strategy
+		upd, old Group
+		canOld   bool
+		want     Plan
+	}{
+		{
+			name:     "scale up from nothing: only the update revision, no surge",
+			replicas: 5, s: rolling,
+			want: Plan{CreateUpdated: 5},
+		},
+		{
+			name:     "steady: nothing to do",
+			replicas: 3, s: rolling, upd: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "rollout start: surge one, and one available old pod may go",
+			replicas: 4, s: rolling, old: Group{4, 4},
+			want: Plan{CreateUpdated: 2, DeleteOld: Deletions{Available: 1}},
+		},
+		{
+			name:     "no unavailability allowed: surge only",
+			replicas: 4, s: Strategy{MaxSurge: 1}, old: Group{4, 4},
+			want: Plan{CreateUpdated: 1},
+		},
+		{
+			name:     "no surge: delete first, then refill",
+			replicas: 4, s: Strategy{MaxUnavailable: 2}, old: Group{4, 4},
+			want: Plan{CreateUpdated: 2, DeleteOld: Deletions{Available: 2}},
+		},
+		{
+			name:     "new pods not yet available: wait",
+			replicas: 4, s: rolling, upd: Group{2, 0}, old: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "unavailable old pods go freely, available ones only above replicas - maxUnavailable",
+			replicas: 4, s: rolling, upd: Group{1, 1}, old: Group{3, 1},
+			want: Plan{CreateUpdated: 3, DeleteOld: Deletions{Unavailable: 2}},
+		},
+		{
+			name:     "partition keeps old pods",
+			replicas: 4, s: Strategy{MaxSurge: 1, MaxUnavailable: 1, Partition: 3}, upd: Group{1, 1}, old: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "partition raised: updated pods are rolled back",
+			replicas: 4, s: Strategy{MaxSurge: 1, MaxUnavailable: 1, Partition: 2}, upd: Group{4, 4}, canOld: true,
+			want: Plan{CreateOld: 2, DeleteUpdated: Deletions{Available: 1}},
+		},
+		{
+			name:     "partition with no old revision to create from",
+			replicas: 4, s: Strategy{MaxSurge: 1, MaxUnavailable: 1, Partition: 2}, upd: Group{2, 2},
+			want: Plan{CreateUpdated: 2},
+		},
+		{
+			name:     "paused: no replacement, no surge, but scale up",
+			replicas: 5, s: Strategy{MaxSurge: 2, MaxUnavailable: 2, Paused: true}, upd: Group{1, 1}, old: Group{3, 3},
+			want: Plan{CreateUpdated: 1},
+		},
+		{
+			name:     "paused scale-down: old revision first",
+			replicas: 2, s: Strategy{MaxSurge: 2, MaxUnavailable: 2, Paused: true}, upd: Group{1, 1}, old: Group{3, 3},
+			want: Plan{DeleteOld: Deletions{Available: 2}},
+		},
+		{
+			name:     "OnDelete never replaces",
+			replicas: 3, s: Strategy{OnDelete: true, MaxSurge: 1, MaxUnavailable: 1}, old: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "OnDelete refills with the update revision",
+			replicas: 3, s: Strategy{OnDelete: true}, old: Group{2, 2}, canOld: true,
+			want: Plan{CreateUpdated: 1},
+		},
+		{
+			name:     "scale down mid-rollout: down to replicas + surge at once, then replace",
+			replicas: 4, s: rolling, upd: Group{4, 4}, old: Group{6, 6},
+			want: Plan{DeleteOld: Deletions{Available: 6}},
+		},
+		{
+			name:     "scale down beyond availability: a scale-down is not a rollout",
+			replicas: 2, s: rolling, upd: Group{6, 6},
+			want: Plan{DeleteUpdated: Deletions{Available: 4}},
+		},
+		{
+			name:     "scale up mid-rollout: fill first, too few available to replace",
+			replicas: 8, s: Strategy{MaxSurge: 2, MaxUnavailable: 2}, upd: Group{2, 2}, old: Group{2, 2},
+			want: Plan{CreateUpdated: 6},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Replicas: tc.replicas, Strategy: tc.s, Updated: tc.upd, Old: tc.old, CanCreateOld: tc.canOld}
+			NewWithT(t).Expect(Step(in)).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestStepKeepsBoundsUntilDone rolls many PodSets to completion, with pods
+// that turn available at random, and checks after every step what an outside
+// observer would: never more than replicas + maxSurge live pods, never fewer
+// than replicas - maxUnavailable available ones once there were that many,
+// and the end reached.
+func TestStepKeepsBoundsUntilDone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		replicas := rng.IntN(30) + 1
+		surge := intstr.FromInt32(int32(rng.IntN(4)))
+		unavailable := intstr.FromString(fmt.Sprintf("%d%%", rng.IntN(60)))
+		partition := 0
+		if rng.IntN(4) == 0 {
+			partition = rng.IntN(replicas + 2)
+		}
+		s, err := Resolve(replicas, false, false, &surge, &unavailable, partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%d: replicas=%d surge=%d unavailable=%d partition=%d", trial, replicas, s.MaxSurge, s.MaxUnavailable, partition), func(t *testing.T) {
+			g := NewWithT(t)
+			// Each pod is (updated, available).
+			type pod struct{ updated, available bool }
+			pods := make([]pod, replicas)
+			for i := range pods {
+				pods[i].available = true
+			}
+			count := func() (upd, old Group) {
+				for _, p := range pods {
+					g := &old
+					if p.updated {
+						g = &upd
+					}
+					g.Live++
+					if p.available {
+						g.Available++
+					}
+				}
+				return upd, old
+			}
+			for steps := 0; ; steps++ {
+				g.Expect(steps).To(BeNumerically("<", 1000), "the rollout never completes")
+				upd, old := count()
+				in := Input{Replicas: replicas, Strategy: s, Updated: upd, Old: old, CanCreateOld: true}
+				if Complete(in) {
+					wantOld := min(partition, replicas)
+					g.Expect(old.Live).To(Equal(wantOld))
+					return
+				}
+				plan := Step(in)
+				// Apply deletions, preferring unavailable pods, as
+				// pickVictims does.
+				remove := func(updated, available bool, n int) {
+					for i := 0; i < len(pods) && n > 0; {
+						if pods[i].updated == updated && pods[i].available == available {
+							pods = append(pods[:i], pods[i+1:]...)
+							n--
+							continue
+						}
+						i++
+					}
+					g.Expect(n).To(BeZero(), "the plan deletes pods that do not exist")
+				}
+				remove(false, false, plan.DeleteOld.Unavailable)
+				remove(false, true, plan.DeleteOld.Available)
+				remove(true, false, plan.DeleteUpdated.Unavailable)
+				remove(true, true, plan.DeleteUpdated.Available)
+				_, afterDeletes := count()
+				updAfter, _ := count()
+				g.Expect(updAfter.Available+afterDeletes.Available).To(BeNumerically(">=", replicas-s.MaxUnavailable),
+					"available pods fell below replicas - maxUnavailable")
+				for range plan.CreateUpdated {
+					pods = append(pods, pod{updated: true})
+				}
+				for range plan.CreateOld {
+					pods = append(pods, pod{})
+				}
+				g.Expect(len(pods)).To(BeNumerically("<=", replicas+s.MaxSurge), "live pods above replicas + maxSurge")
+				// Some new pods turn available before the next step.
+				for i := range pods {
+					if !pods[i].available && rng.IntN(2) == 0 {
+						pods[i].available = true
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestComplete(t *testing.T) {
+	rolling := Strategy{MaxSurge: 1, MaxUnavailable: 1}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"all updated and available", Input{Replicas: 3, Strategy: rolling, Updated: Group{3, 3}}, true},
+		{"one not available", Input{Replicas: 3, Strategy: rolling, Updated: Group{3, 2}}, false},
+		{"an old pod left", Input{Replicas: 3, Strategy: rolling, Updated: Group{3, 3}, Old: Group{1, 1}}, false},
+		{"partition reached", Input{Replicas: 3, Strategy: Strategy{MaxSurge: 1, Partition: 1}, Updated: Group{2, 2}, Old: Group{1, 1}, CanCreateOld: true}, true},
+		{"OnDelete with old pods", Input{Replicas: 3, Strategy: Strategy{OnDelete: true}, Updated: Group{1, 1}, Old: Group{2, 2}}, true},
+		{"zero replicas", Input{Replicas: 0, Strategy: rolling}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(Complete(tc.in)).To(Equal(tc.want))
+		})
+	}
+}
