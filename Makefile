@@ -84,14 +84,15 @@ verify-generated: generate manifests ## Fail when generated files differ from wh
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suite (real kube-apiserver and etcd), with the race detector.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test -race -count=1 ./api/... ./controllers/... ./test/bundle/... . -coverprofile cover.out
+test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin, with the race detector.
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test -race -count=1 ./api/... ./controllers/... ./cmd/... ./test/bundle/... . -coverprofile cover.out
 
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager binary into bin/manager.
+build: manifests generate fmt vet ## Build the manager into bin/manager and the kubectl plugin into bin/kubectl-podset.
 	$(GO) build -o $(LOCALBIN)/manager .
+	$(GO) build -o $(LOCALBIN)/kubectl-podset ./cmd/kubectl-podset
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator on this machine against the cluster of your current kubeconfig.

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// Progressing reasons the status verb reads (the operator's, see
+// controllers/status.go).
+const (
+	reasonNewRevisionAvailable     = "NewRevisionAvailable"
+	reasonPaused                   = "Paused"
+	reasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+)
+
+func newStatusCommand(o *options) *cobra.Command {
+	var (
+		watch    bool
+		timeout  time.Duration
+		interval = time.Second
+	)
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show the rollout of a PodSet and wait until it is done",
+		Long: "Waits until every wanted pod runs the PodSet's current template and is available, printing progress " +
+			"as `kubectl rollout status` does. Exits non-zero when the progress deadline has passed " +
+			"(Progressing=False, ProgressDeadlineExceeded) or the rollout is paused.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			last := ""
+			for {
+				ps, err := getPodSet(ctx, c, ns, args[0])
+				if err != nil {
+					return err
+				}
+				msg, done, err := rolloutStatus(ps)
+				if err != nil {
+					return err
+				}
+				if msg != last {
+					fmt.Fprintln(o.Out, msg)
+					last = msg
+				}
+				if done || !watch {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("timed out waiting for the rollout of podset %q", ps.Name)
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", true, "Wait until the rollout is done.")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait before giving up; 0 waits forever.")
+	return cmd
+}
+
+// rolloutStatus says where a PodSet's rollout stands, in the words of
+// `kubectl rollout status`: a message, whether it is done, and an error when
+// it has failed (progress deadline exceeded) or is paused.
+func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
+	st := ps.Status
+	if st.ObservedGeneration < ps.Generation {
+		return "Waiting for podset spec update to be observed...", false, nil
+	}
+	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+	if progressing != nil && progressing.Reason == reasonProgressDeadlineExceeded {
+		return "", false, fmt.Errorf("podset %q exceeded its progress deadline: %s: %w", ps.Name, progressing.Message, errRolloutFailed)
+	}
+	if progressing != nil && progressing.Reason == reasonPaused {
+		return "", false, fmt.Errorf("podset %q is paused (%d of %d pods updated): resume it with `kubectl podset rollout resume %s`",
+			ps.Name, st.UpdatedReplicas, ps.DesiredReplicas(), ps.Name)
+	}
+	desired := ps.DesiredReplicas()
+	wantUpdated := desired
+	if ps.Spec.UpdateStrategy.Type != appv1alpha1.OnDeleteStrategyType && ps.Spec.UpdateStrategy.RollingUpdate != nil {
+		wantUpdated = desired - min(ptr.Deref(ps.Spec.UpdateStrategy.RollingUpdate.Partition, 0), desired)
+	}
+	done := progressing != nil && progressing.Reason == reasonNewRevisionAvailable
+	switch {
+	case done:
+		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil
+	case st.UpdatedReplicas < wantUpdated:
+		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d out of %d new replicas have been updated...", ps.Name, st.UpdatedReplicas, wantUpdated), false, nil
+	case st.Replicas > desired:
+		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d old replicas are pending termination...", ps.Name, st.Replicas-st.UpdatedReplicas), false, nil
+	case st.UpdatedAvailableReplicas < wantUpdated:
+		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d of %d updated replicas are available...", ps.Name, st.UpdatedAvailableReplicas, wantUpdated), false, nil
+	default:
+		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d of %d replicas are available...", ps.Name, st.AvailableReplicas, desired), false, nil
+	}
+}
