@@ -48,8 +48,9 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 
 	var errs []error
 	if len(orphans) > 0 {
-		adopted, err := r.adoptPods(ctx, ps, orphans)
+		adopted, gone, err := r.adoptPods(ctx, ps, orphans)
 		s.pods = append(s.pods, adopted...)
+		s.podSetGone = gone
 		errs = append(errs, err)
 	}
 	for _, pod := range unmatched {
@@ -62,16 +63,23 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 // may be stale, so it is first read again from the API server: a PodSet that
 // is being deleted, or that was replaced by a namesake, must not adopt pods
 // the garbage collector would then leave behind or delete wrongly.
-func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet, orphans []*corev1.Pod) ([]*corev1.Pod, error) {
+//
+// gone reports that the fresh read found the PodSet deleted, replaced or
+// being deleted: the cached copy is stale, and the reconcile must not create
+// pods from it either (as the ReplicaSet controller skips manageReplicas
+// then); the PodSet's own deletion event brings what comes next.
+func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet, orphans []*corev1.Pod) (adopted []*corev1.Pod, gone bool, err error) {
 	fresh := &appv1alpha1.PodSet{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
-		return nil, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, err
 	}
 	if fresh.UID != ps.UID || fresh.DeletionTimestamp != nil {
-		return nil, nil
+		return nil, true, nil
 	}
 
-	var adopted []*corev1.Pod
 	var errs []error
 	for _, orphan := range orphans {
 		orig, pod := orphan, orphan.DeepCopy() // orphan is the cache's object
@@ -89,7 +97,7 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet
 		}
 		adopted = append(adopted, pod)
 	}
-	return adopted, kerrors.NewAggregate(errs)
+	return adopted, false, kerrors.NewAggregate(errs)
 }
 
 // releasePod removes the PodSet's ownerReference from a pod whose labels no

@@ -80,6 +80,10 @@ type podSetScope struct {
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*corev1.Pod
+	// podSetGone is set when a read from the API server (before adopting
+	// orphans) found the PodSet deleted, replaced by a namesake, or being
+	// deleted, while the cache still showed it alive.
+	podSetGone bool
 	// revisions are the PodSet's pod template revisions.
 	revisions revisionState
 	// outcome is what the scaling phase did.
@@ -169,11 +173,15 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	switch {
 	case equality.Semantic.DeepEqual(status, s.podSet.Status):
 		return nil
+	case statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas(), s.outcome):
+	case r.statusPacer.overdue(s.key, now):
+		// Held back for a whole interval already: churn must not starve it.
 	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
-		r.statusPacer.wrote(s.key, now)
+		r.statusPacer.scaled(s.key, now)
 		return nil
-	case !statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas(), s.outcome):
+	default:
 		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
+			r.statusPacer.held(s.key, now)
 			return nil
 		}
 	}

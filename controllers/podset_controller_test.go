@@ -1,9 +1,24 @@
 package controllers
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -28,4 +43,126 @@ func TestStatusChangedPredicate(t *testing.T) {
 			NewWithT(t).Expect(got).To(Equal(tc.want))
 		})
 	}
+}
+
+// unitReconciler is a reconciler over a fake client holding objs, whose pod
+// index holds pods (the informer's view), and whose direct reads (adoption)
+// go to apiReader, or to the fake client when nil.
+func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, objs ...client.Object) (*PodSetReconciler, client.Client) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
+		WithStatusSubresource(&appv1alpha1.PodSet{}).Build()
+	if apiReader == nil {
+		apiReader = c
+	}
+	return &PodSetReconciler{
+		Client:       c,
+		APIReader:    apiReader,
+		Scheme:       testScheme,
+		Recorder:     events.NewFakeRecorder(100),
+		Expectations: NewExpectations(DefaultExpectationsTimeout),
+		Pods:         podIndexWith(t, pods),
+		statusPacer:  newStatusPacer(DefaultStatusWriteInterval),
+	}, c
+}
+
+func reconcileOnce(r *PodSetReconciler, ps *appv1alpha1.PodSet) (ctrl.Result, error) {
+	return r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ps)})
+}
+
+func podsIn(g Gomega, c client.Client) []corev1.Pod {
+	var list corev1.PodList
+	g.Expect(c.List(context.Background(), &list)).To(Succeed())
+	return list.Items
+}
+
+// The reconcile that creates pods expects their events; if those events are
+// lost (a watch broken with 410 Gone, the pods deleted before the relist),
+// only its own requeue at the expectations' timeout brings the PodSet back.
+func TestReconcileThatScalesRequeuesAtTheExpectationsTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	r, c := unitReconciler(t, nil, nil, ps)
+
+	res, err := reconcileOnce(r, ps)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3))
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", DefaultExpectationsTimeout-time.Minute))
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", DefaultExpectationsTimeout))
+}
+
+// An orphan makes the reconcile read the PodSet from the API server before
+// adopting it. When that read shows the PodSet gone, being deleted or
+// replaced, the cached copy is stale and no pod may be created from it.
+func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
+	orphan := func() *corev1.Pod {
+		return unitPod("orphan", withPodLabels(podLabels(unitPodSet(1))), readySince(unitNow))
+	}
+	for _, tc := range []struct {
+		name  string
+		fresh func() client.Object
+	}{
+		{"deleted", func() client.Object { return nil }},
+		{"being deleted", func() client.Object {
+			p := unitPodSet(3)
+			p.DeletionTimestamp = ptr.To(metav1.Now())
+			p.Finalizers = []string{"example.com/hold"}
+			return p
+		}},
+		{"replaced by a namesake", func() client.Object {
+			p := unitPodSet(3)
+			p.UID = "another-uid"
+			return p
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ps := unitPodSet(3)
+			builder := fake.NewClientBuilder().WithScheme(testScheme)
+			if fresh := tc.fresh(); fresh != nil {
+				builder = builder.WithObjects(fresh)
+			}
+			r, c := unitReconciler(t, []*corev1.Pod{orphan()}, builder.Build(), ps, orphan())
+
+			_, err := reconcileOnce(r, ps)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			pods := podsIn(g, c)
+			g.Expect(pods).To(HaveLen(1), "pods were created for a PodSet that is gone")
+			g.Expect(pods[0].OwnerReferences).To(BeEmpty(), "the orphan was adopted")
+		})
+	}
+}
+
+// When the quota lets only some pods through, the expectations count only
+// those, the failure is reported, and the error brings a retry with backoff.
+func TestReconcileWithPartialCreates(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(6)
+	r, c := unitReconciler(t, nil, nil, ps)
+	var creates atomic.Int32
+	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isPod := obj.(*corev1.Pod); isPod && creates.Add(1) > 2 {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("exceeded quota"))
+			}
+			return cl.Create(ctx, obj, opts...)
+		},
+	})
+
+	_, err := reconcileOnce(r, ps)
+
+	g.Expect(err).To(MatchError(ContainSubstring("exceeded quota")))
+	g.Expect(podsIn(g, c)).To(HaveLen(2))
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the two created pods are still expected")
+	r.Expectations.CreationObserved(key)
+	g.Expect(r.Expectations.CreationObserved(key)).To(BeTrue(), "only the two created pods were expected")
+	stored := &appv1alpha1.PodSet{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(ps), stored)).To(Succeed())
+	failure := meta.FindStatusCondition(stored.Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+	g.Expect(failure).NotTo(BeNil())
+	g.Expect(failure.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(failure.Reason).To(Equal(ReasonFailedCreate))
 }

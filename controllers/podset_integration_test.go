@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,6 +290,28 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 			p.Spec.Resources = &appv1alpha1.Resources{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 		}, "spec.resources.requests"},
 		{"name too long for a label value", func(p *appv1alpha1.PodSet) { p.Name = strings.Repeat("a", 64) }, "metadata.name"},
+		{"maxSurge and maxUnavailable both 0", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromString("0%"))}
+		}, "spec.updateStrategy.rollingUpdate"},
+		{"maxUnavailable above 100%", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxUnavailable: ptr.To(intstr.FromString("150%"))}
+		}, "spec.updateStrategy.rollingUpdate.maxUnavailable"},
+		{"maxSurge not a number or percentage", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromString("lots"))}
+		}, "spec.updateStrategy.rollingUpdate.maxSurge"},
+		{"negative maxSurge", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(-1))}
+		}, "spec.updateStrategy.rollingUpdate.maxSurge"},
+		{"negative partition", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{Partition: ptr.To(int32(-1))}
+		}, "spec.updateStrategy.rollingUpdate.partition"},
+		{"rollingUpdate with OnDelete", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Type: appv1alpha1.OnDeleteStrategyType, RollingUpdate: &appv1alpha1.RollingUpdate{}}
+		}, "spec.updateStrategy.rollingUpdate"},
+		{"unknown strategy type", func(p *appv1alpha1.PodSet) { p.Spec.UpdateStrategy.Type = "Recreate" }, "spec.updateStrategy.type"},
+		{"zero progress deadline", func(p *appv1alpha1.PodSet) { p.Spec.ProgressDeadlineSeconds = ptr.To(int32(0)) }, "spec.progressDeadlineSeconds"},
+		{"negative revision history", func(p *appv1alpha1.PodSet) { p.Spec.RevisionHistoryLimit = ptr.To(int32(-1)) }, "spec.revisionHistoryLimit"},
+		{"annotation key with spaces", func(p *appv1alpha1.PodSet) { p.Spec.PodAnnotations = map[string]string{"not a key": "x"} }, "spec.podAnnotations"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -295,7 +319,9 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 			tc.mutate(ps)
 			err := k8sClient.Create(context.Background(), ps)
 			g.Expect(err).To(HaveOccurred())
-			g.Expect(err.Error()).To(ContainSubstring(tc.field))
+			// The error names the field as its path, not only in its
+			// message ("<nil>: Invalid value: ... metadata.name must ...").
+			g.Expect(err.Error()).To(MatchRegexp(`(^|[ "[])` + regexp.QuoteMeta(tc.field) + `(\[\d+\])?: `))
 		})
 	}
 

@@ -64,7 +64,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	rs.collisionCount = ps.Status.CollisionCount
 	rs.updateTemplate = revision.FromPodSet(ps)
 
-	if ps.DeletionTimestamp != nil {
+	if ps.DeletionTimestamp != nil || s.podSetGone {
 		// Nothing is created for a PodSet on its way out.
 		return nil
 	}

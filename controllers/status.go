@@ -234,7 +234,9 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 }
 
 func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleOutcome, generation int64, transition metav1.Time) {
-	if !outcome.attempted && meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure) != nil {
+	if prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure); prev != nil && !outcome.attempted {
+		// Nothing was tried: the last verdict stands, for this spec too.
+		prev.ObservedGeneration = generation
 		return
 	}
 	c := metav1.Condition{
@@ -254,6 +256,7 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		// at once, bypassing the backoff between retries.
 		prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure)
 		if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == outcome.failureReason {
+			prev.ObservedGeneration = generation
 			return
 		}
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, truncate(outcome.err.Error(), maxConditionMessage)

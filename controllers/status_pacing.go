@@ -72,38 +72,95 @@ func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
 // Progress is therefore written at most once per interval; the status that
 // shows the PodSet settled, and any change of ReplicaFailure, are written at
 // once (see statusWriteIsUrgent), so the moment a PodSet is done is never
-// reported late. A scaling step counts as a write: its pods' events follow
-// within the interval, usually with the status worth writing.
+// reported late. A scaling step counts as a write for the spacing: its pods'
+// events follow within the interval, usually with the status worth writing.
+//
+// The spacing is bounded by the first change that was not written: however
+// often pods are replaced (each replacement a scaling step), a held-back
+// status is written within one interval of the first change held back, so
+// podNames, the counts and observedGeneration never freeze under churn.
 type statusPacer struct {
 	interval time.Duration
 
-	mu   sync.Mutex
-	last map[string]time.Time
+	mu    sync.Mutex
+	state map[string]pacing
+}
+
+type pacing struct {
+	// last is the last write or scaling step.
+	last time.Time
+	// firstUnwritten is when the oldest change not yet written was held
+	// back; zero when everything computed has been written.
+	firstUnwritten time.Time
 }
 
 func newStatusPacer(interval time.Duration) *statusPacer {
-	return &statusPacer{interval: interval, last: map[string]time.Time{}}
+	return &statusPacer{interval: interval, state: map[string]pacing{}}
 }
 
 // wait is how long key's next progress write must still wait; 0 means now.
 func (p *statusPacer) wait(key string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	last, ok := p.last[key]
+	st, ok := p.state[key]
 	if !ok {
 		return 0
 	}
-	return max(0, p.interval-now.Sub(last))
+	due := st.last.Add(p.interval)
+	if !st.firstUnwritten.IsZero() {
+		if bound := st.firstUnwritten.Add(p.interval); bound.Before(due) {
+			due = bound
+		}
+	}
+	return max(0, due.Sub(now))
 }
 
-// wrote records that key's status was written, or its pods scaled, at now.
+// overdue reports whether a change has been held back for a whole interval,
+// so that the status must be written now, whatever else happened since.
+func (p *statusPacer) overdue(key string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.state[key]
+	return ok && p.interval > 0 && !st.firstUnwritten.IsZero() && now.Sub(st.firstUnwritten) >= p.interval
+}
+
+// wrote records that key's status was written at now.
 func (p *statusPacer) wrote(key string, now time.Time) {
 	if p.interval <= 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.last[key] = now
+	p.state[key] = pacing{last: now}
+}
+
+// scaled records that key's pods were scaled at now, and its changed status
+// held back until their events come.
+func (p *statusPacer) scaled(key string, now time.Time) {
+	if p.interval <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.state[key]
+	st.last = now
+	if st.firstUnwritten.IsZero() {
+		st.firstUnwritten = now
+	}
+	p.state[key] = st
+}
+
+// held records that a changed status of key was held back at now.
+func (p *statusPacer) held(key string, now time.Time) {
+	if p.interval <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.state[key]; ok && st.firstUnwritten.IsZero() {
+		st.firstUnwritten = now
+		p.state[key] = st
+	}
 }
 
 // forget drops what is recorded for the PodSet namespace/name, whatever its
@@ -111,5 +168,5 @@ func (p *statusPacer) wrote(key string, now time.Time) {
 func (p *statusPacer) forget(namespacedName string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	deletePodSetKeys(p.last, namespacedName)
+	deletePodSetKeys(p.state, namespacedName)
 }

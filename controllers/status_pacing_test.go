@@ -112,6 +112,40 @@ func TestStatusPacerForgetsOnlyThatPodSet(t *testing.T) {
 
 	p.forget("ns/web")
 
-	g.Expect(p.last).To(HaveLen(1))
-	g.Expect(p.last).To(HaveKey("ns/web-2/uid-3"))
+	g.Expect(p.state).To(HaveLen(1))
+	g.Expect(p.state).To(HaveKey("ns/web-2/uid-3"))
+}
+
+// Pods replaced more often than the interval (each replacement a scaling
+// step) must not hold the status back for ever: the write is due one
+// interval after the first change that was not written.
+func TestStatusPacerIsBoundedUnderChurn(t *testing.T) {
+	g := NewWithT(t)
+	const key = "ns/web/uid-1"
+	p := newStatusPacer(time.Second)
+	p.wrote(key, unitNow)
+	t0 := unitNow.Add(5 * time.Second)
+	var firstDue time.Time
+	for i := range 20 {
+		now := t0.Add(time.Duration(i) * 300 * time.Millisecond)
+		if p.overdue(key, now) {
+			firstDue = now
+			break
+		}
+		p.scaled(key, now)
+	}
+	g.Expect(firstDue).NotTo(BeZero(), "a scaling step every 300ms starved the status write")
+	g.Expect(firstDue.Sub(t0)).To(BeNumerically("<=", 1200*time.Millisecond))
+
+	// A single scaling step still spaces the next write by a whole interval.
+	p.wrote(key, unitNow)
+	p.scaled(key, t0)
+	g.Expect(p.overdue(key, t0.Add(100*time.Millisecond))).To(BeFalse())
+	g.Expect(p.wait(key, t0.Add(100*time.Millisecond))).To(Equal(900 * time.Millisecond))
+
+	// A change held back by the pacer is bounded the same way.
+	p.wrote(key, t0)
+	p.held(key, t0.Add(500*time.Millisecond))
+	g.Expect(p.wait(key, t0.Add(600*time.Millisecond))).To(Equal(400 * time.Millisecond))
+	g.Expect(p.overdue(key, t0.Add(1500*time.Millisecond))).To(BeTrue())
 }

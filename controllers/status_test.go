@@ -220,6 +220,9 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 		ObservedGeneration: 1,
 		LastTransitionTime: earlier,
 	}
+	// Kept as it was, but for the generation it now speaks of.
+	keptFailure := previousFailure
+	keptFailure.ObservedGeneration = 2
 	tests := []struct {
 		name     string
 		existing []metav1.Condition
@@ -251,10 +254,10 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 			want:     metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNoFailure},
 		},
 		{
-			name:      "not attempted keeps the earlier condition",
+			name:      "not attempted keeps the earlier condition, for the current generation",
 			existing:  []metav1.Condition{previousFailure},
 			outcome:   scaleOutcome{attempted: false},
-			want:      previousFailure,
+			want:      keptFailure,
 			unchanged: true,
 		},
 		{
