@@ -216,6 +216,10 @@ test-olm: cluster-tools olm-tools build ## Install the operator through real OLM
 
 ##@ Local cluster and end-to-end
 
+# The commit of release v0.1.0 (before pod template updates). The e2e suite
+# builds its manager from git history and upgrades from it.
+UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
+
 # A control plane on loopback (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) with kwok nodes: see docs/local-cluster.md.
 
@@ -232,7 +236,8 @@ demo: cluster-tools build ## Run the operator on a local cluster, apply the samp
 .PHONY: test-e2e
 test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC.
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
-	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager KUSTOMIZE=$(KUSTOMIZE) \
+	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
+	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
 ##@ Benchmarks

@@ -77,7 +77,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 		// A rollback: the old revision becomes the newest again.
 		update, err = r.renumberRevision(ctx, update, revision.NextNumber(rs.all))
 	}
-	if err != nil {
+	if err != nil || update == nil {
 		return err
 	}
 	rs.update, rs.updateHash = update, revisionHash(update)
@@ -142,6 +142,11 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		if err == nil {
 			rs.all = append(rs.all, cr)
 			return cr, nil
+		}
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going away, and the PodSet with it: no
+			// revision, so no pod is created either.
+			return nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)

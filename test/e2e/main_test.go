@@ -75,7 +75,12 @@ func run(m *testing.M) int {
 	binDir := envOr("K8S_BIN", filepath.Join(root, "bin", "k8s-v1.37.0-etcd-v3.6.16-kwok-v0.8.0"))
 	env.kubectlBin = filepath.Join(binDir, "kubectl")
 	managerBin := envOr("MANAGER_BIN", filepath.Join(root, "bin", "manager"))
-	for _, b := range []string{env.kubectlBin, managerBin} {
+	// kubectl finds the kubectl-podset plugin on PATH, as a user's would.
+	pluginBin := envOr("PLUGIN_BIN", filepath.Join(root, "bin", "kubectl-podset"))
+	if err := os.Setenv("PATH", filepath.Dir(pluginBin)+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		return fail(err)
+	}
+	for _, b := range []string{env.kubectlBin, managerBin, pluginBin} {
 		if _, err := os.Stat(b); err != nil {
 			return fail(fmt.Errorf("%w: run the suite with `make test-e2e`, which builds it", err))
 		}

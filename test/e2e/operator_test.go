@@ -23,6 +23,9 @@ func TestOperator(t *testing.T) {
 		{"HandDeletedPodsAreReplacedExactly", testHandDeletedPods},
 		{"OperatorKilledMidScale", testOperatorKilledMidScale},
 		{"RelabelledPodIsReleasedThenAdopted", testReleaseAndAdopt},
+		{"RollingUpdateWithinBoundsOperatorKilled", testRollingUpdate},
+		{"RolloutPluginVerbs", testRolloutPluginVerbs},
+		{"UpgradeFromV010TouchesNoPod", testUpgradeFromV010},
 		{"LeastPrivilege", testLeastPrivilege},
 	}
 	for _, s := range scenarios {

@@ -20,8 +20,9 @@ import (
 // between two polls still counts.
 type podWatch struct {
 	mu sync.Mutex
-	// live is the liveness of each pod currently known.
-	live map[types.UID]bool
+	// live is the liveness of each pod currently known, ready its
+	// readiness (Running and Ready).
+	live, ready map[types.UID]bool
 	// seen holds every pod UID ever observed, with the phase it first
 	// appeared in.
 	seen map[types.UID]int
@@ -29,12 +30,15 @@ type podWatch struct {
 	// pods observed at once since the last reset.
 	phase   int
 	maxLive int
+	// minReady is the fewest live and ready pods observed at once since the
+	// last reset.
+	minReady int
 }
 
 // watchPods starts watching the pods of PodSet name in ns until the test
 // ends, and returns once the initial list has been observed.
 func watchPods(t *testing.T, ns, name string) *podWatch {
-	w := &podWatch{live: map[types.UID]bool{}, seen: map[types.UID]int{}}
+	w := &podWatch{live: map[types.UID]bool{}, ready: map[types.UID]bool{}, seen: map[types.UID]int{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(env.clientset, 0,
 		informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSetLabel + "=" + name }))
@@ -67,12 +71,35 @@ func (w *podWatch) observe(obj any, deleted bool) {
 	}
 	if deleted {
 		delete(w.live, pod.UID)
+		delete(w.ready, pod.UID)
 	} else {
 		w.live[pod.UID] = isLive(pod)
+		w.ready[pod.UID] = isLive(pod) && isRunningAndReady(pod)
 	}
 	if n := w.liveLocked(); n > w.maxLive {
 		w.maxLive = n
 	}
+	if n := w.readyLocked(); n < w.minReady {
+		w.minReady = n
+	}
+}
+
+func (w *podWatch) readyLocked() int {
+	n := 0
+	for _, r := range w.ready {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+// fewestReady is the fewest live, Running and Ready pods seen at once in
+// this phase.
+func (w *podWatch) fewestReady() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.minReady
 }
 
 func (w *podWatch) liveLocked() int {
@@ -92,6 +119,7 @@ func (w *podWatch) reset() {
 	defer w.mu.Unlock()
 	w.phase++
 	w.maxLive = w.liveLocked()
+	w.minReady = w.readyLocked()
 }
 
 // stats returns the largest number of live pods seen at once in this phase

@@ -98,8 +98,8 @@ func testScaleSubresource(t *testing.T) {
 	out := mustKubectl(t, "get", "podsets", "-n", ns)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	Expect(lines).To(HaveLen(2))
-	Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "DESIRED", "CURRENT", "READY", "AVAILABLE", "AGE"}))
-	Expect(strings.Fields(lines[1])[:5]).To(Equal([]string{sample, "4", "4", "4", "4"}))
+	Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"}))
+	Expect(strings.Fields(lines[1])[:6]).To(Equal([]string{sample, "4", "4", "4", "4", "4"}))
 	// The short name and the "all" category from the CRD work too.
 	Expect(mustKubectl(t, "get", "ps", "-n", ns, "-o", "name")).To(ContainSubstring("podset.app.example.com/" + sample))
 	Expect(mustKubectl(t, "get", "all", "-n", ns, "-o", "name")).To(ContainSubstring("podset.app.example.com/" + sample))
