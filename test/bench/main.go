@@ -59,7 +59,7 @@ func main() {
 type options struct {
 	binDir, manager, crdDir, out, profileDir string
 	replot                                   string
-	shapes                                   []shape
+	shapes, rolloutShapes                    []shape
 	runs, nodes                              int
 	smoke, rss                               bool
 	rssShape                                 shape
@@ -70,7 +70,8 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes")
+	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes; empty skips the scaling phases")
+	rolloutShapes := flag.String("rollout-shapes", "1x1000,100x10", "OWNERSxREPLICAS shapes of the rollout phase (PodSets against Deployments); empty skips it")
 	flag.IntVar(&o.runs, "runs", 3, "runs per shape and kind")
 	flag.StringVar(&o.out, "out", "docs", "directory for benchmarks.json and benchmarks.png")
 	flag.BoolVar(&o.smoke, "smoke", false, "small shapes (2x5,5x2,1x600), one run, no memory scenario; for CI")
@@ -92,10 +93,19 @@ func parseFlags() (options, error) {
 		// already hold the first one's pods: where an overshoot would come
 		// from.
 		*shapes, o.runs, o.rss = "2x5,5x2,1x600", 1, false
+		// Two PodSets of 20: bounds of 25 live and 15 ready each.
+		*rolloutShapes = "2x20"
 	}
 	var err error
-	if o.shapes, err = parseShapes(*shapes); err != nil {
-		return o, err
+	if *shapes != "" {
+		if o.shapes, err = parseShapes(*shapes); err != nil {
+			return o, err
+		}
+	}
+	if *rolloutShapes != "" {
+		if o.rolloutShapes, err = parseShapes(*rolloutShapes); err != nil {
+			return o, err
+		}
 	}
 	if o.rss {
 		if s, err := parseShapes(*rssShape); err != nil || len(s) != 1 {
@@ -177,7 +187,7 @@ func violations(r report) []string {
 	if r.RSS != nil && r.RSS.Error != "" {
 		out = append(out, "memory scenario: "+r.RSS.Error)
 	}
-	return out
+	return append(out, rolloutViolations(r.Rollouts)...)
 }
 
 func benchmark(ctx context.Context, o options) (report, error) {
@@ -252,8 +262,21 @@ func benchmark(ctx context.Context, o options) (report, error) {
 				rep.Phases = append(rep.Phases, b.ownerPhase(ctx, kind, s, r, k == 0))
 			}
 		}
+		for i, s := range o.rolloutShapes {
+			kinds := []string{"podset", "deployment"}
+			if (r+i)%2 == 0 {
+				kinds[0], kinds[1] = kinds[1], kinds[0]
+			}
+			for k, kind := range kinds {
+				if err := ctx.Err(); err != nil {
+					return rep, err
+				}
+				rep.Rollouts = append(rep.Rollouts, b.rolloutPhase(ctx, kind, s, r, k == 0))
+			}
+		}
 	}
 	rep.Medians = summarise(rep.Phases, o.shapes)
+	rep.RolloutMedians = summariseRollouts(rep.Rollouts, o.rolloutShapes)
 
 	if o.rss {
 		b.op.stop()
@@ -263,6 +286,10 @@ func benchmark(ctx context.Context, o options) (report, error) {
 
 	fmt.Println()
 	printTable(os.Stdout, rep.Medians)
+	if len(rep.RolloutMedians) > 0 {
+		fmt.Println()
+		printRolloutTable(os.Stdout, rep.RolloutMedians)
+	}
 	if rep.RSS != nil {
 		fmt.Printf("\nmemory: operator peak RSS %.1f MiB owning %d pods (PodSets %s) among %d foreign pods (error: %q)\n",
 			rep.RSS.PeakRSSMiB, rep.RSS.OwnedPods, rep.RSS.Shape, rep.RSS.ForeignPods, rep.RSS.Error)

@@ -87,6 +87,9 @@ type report struct {
 	Phases  []phaseResult `json:"phases"`
 	Medians []medianRow   `json:"medians"`
 	RSS     *rssResult    `json:"rss,omitempty"`
+	// Rollouts are the rollout phase's runs: PodSets against Deployments.
+	Rollouts       []rolloutResult `json:"rollouts,omitempty"`
+	RolloutMedians []rolloutMedian `json:"rolloutMedians,omitempty"`
 }
 
 type benchSettings struct {
