@@ -1,7 +1,7 @@
 # podset-operator Makefile. `make help` lists the targets.
 
 # The operator image, and the bundle/catalog images OLM installs from.
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 IMAGE_TAG_BASE ?= quay.io/example/podset-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
