@@ -8,11 +8,10 @@ import (
 
 // Labels every pod of a PodSet carries. The selector is the whole set: a pod
 // belongs to a PodSet only while it carries all of them (and its controller
-// ownerReference), so editing one of them by hand releases the pod. The one
-// exception is the managed-by label: the pod cache holds only pods carrying
-// it, so a pod stripped of it leaves the operator's view, counts as gone and
-// is replaced, and keeps its ownerReference (the garbage collector deletes it
-// with the PodSet).
+// ownerReference), so editing one of them by hand releases the pod. The
+// managed-by label is special: the pod cache holds only pods carrying it, so
+// a pod stripped of it leaves the operator's view; it is released all the
+// same, through the informer's deletion event (see stray_pods.go).
 const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelInstance  = "app.kubernetes.io/instance"

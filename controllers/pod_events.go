@@ -42,6 +42,9 @@ const DefaultPodEventBatchPeriod = 100 * time.Millisecond
 type podEventHandler struct {
 	expectations *Expectations
 	batchPeriod  time.Duration
+	// strays records pods that left the cache by losing their managed-by
+	// label rather than by being deleted (see stray_pods.go).
+	strays *strayPods
 }
 
 // enqueueOwner queues the PodSet whose write this event observed: at once
@@ -123,9 +126,16 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 }
 
 func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-	if pod, ok := e.Object.(*corev1.Pod); ok {
-		h.deleted(pod, q)
+	pod, ok := e.Object.(*corev1.Pod)
+	if !ok {
+		return
 	}
+	// A tombstone (DeleteStateUnknown: the watch broke and a relist no
+	// longer found the pod) may hide a stray just the same.
+	if owner, _, owned := podSetOwner(pod); owned && mayBeStray(pod) && h.strays != nil {
+		h.strays.add(owner, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID)
+	}
+	h.deleted(pod, q)
 }
 
 func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {

@@ -302,3 +302,36 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 		})
 	}
 }
+
+func TestPodEventHandlerRecordsStrays(t *testing.T) {
+	owned := map[string]string{LabelPodSet: "web", LabelManagedBy: ManagedByValue}
+	stripped := map[string]string{LabelPodSet: "web"}
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		tombstone bool
+		want      bool
+	}{
+		// The API server reports a pod leaving a watch's selector with the
+		// state it had before, managed-by label included.
+		{"gone without being marked for deletion: stripped, or deleted at once", unitPod("a", withPodLabels(owned), controlledByPodSet("web")), false, true},
+		{"a tombstone", unitPod("a", withPodLabels(owned), controlledByPodSet("web")), true, true},
+		{"gracefully deleted", unitPod("a", withPodLabels(owned), controlledByPodSet("web"), terminatingSince(unitNow)), false, false},
+		{"someone else's", unitPod("a", withPodLabels(stripped), controlledBy("apps/v1", "ReplicaSet", "web")), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, h, q := newPodEventHandler(t, nil, 0)
+			h.strays = newStrayPods()
+
+			h.Delete(context.Background(), event.TypedDeleteEvent[client.Object]{Object: tc.pod, DeleteStateUnknown: tc.tombstone}, q)
+
+			strays := h.strays.of(types.NamespacedName{Namespace: unitNamespace, Name: "web"})
+			if tc.want {
+				g.Expect(strays).To(HaveKeyWithValue(tc.pod.UID, types.NamespacedName{Namespace: unitNamespace, Name: "a"}))
+			} else {
+				g.Expect(strays).To(BeEmpty())
+			}
+		})
+	}
+}

@@ -65,6 +65,7 @@ type PodSetReconciler struct {
 	PodEventBatchPeriod time.Duration
 
 	statusPacer *statusPacer
+	strays      *strayPods
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -98,13 +99,14 @@ type podSetScope struct {
 // merge patch only. podsets/finalizers update is what the
 // OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift)
 // demands for setting blockOwnerDeletion in a pod's controller reference.
-// Pods are cached (list, watch), created, deleted, and patched to adopt or
-// release them. Events go through the events.k8s.io API, which patches a
+// Pods are cached (list, watch), created, deleted, patched to adopt or
+// release them or to label their revision, and read directly (get) when one
+// may have left the cache by losing its managed-by label (stray_pods.go). Events go through the events.k8s.io API, which patches a
 // repeated event's series instead of creating a new one.
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=patch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Revisions are cached (list, watch), created, renumbered on rollback
 // (patch), pruned (delete), and read directly (get) when a create finds the
@@ -120,6 +122,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// ownerReferences; only our bookkeeping is left to drop.
 			r.Expectations.Forget(req.String())
 			r.statusPacer.forget(req.String())
+			r.strays.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -130,6 +133,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// is current, neither scaling nor status can be right: stop here and
 	// retry.
 	for _, phase := range []func(context.Context, *podSetScope) error{
+		r.releaseStrays,
 		r.claimPods,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
@@ -224,6 +228,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
 	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
+	r.strays = newStrayPods()
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
@@ -239,7 +244,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 			predicate.GenerationChangedPredicate{}, statusChangedPredicate()))).
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
-		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod}).
+		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, strays: r.strays}).
 		// A revision deleted or changed by hand is recreated or corrected.
 		Owns(&appsv1.ControllerRevision{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).

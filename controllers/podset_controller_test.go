@@ -63,6 +63,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Expectations: NewExpectations(DefaultExpectationsTimeout),
 		Pods:         podIndexWith(t, pods),
 		statusPacer:  newStatusPacer(DefaultStatusWriteInterval),
+		strays:       newStrayPods(),
 	}, c
 }
 

@@ -611,3 +611,31 @@ func setPodQuota(g Gomega, ns string, pods int64) *corev1.ResourceQuota {
 	g.Expect(k8sClient.Status().Update(ctx, q)).To(Succeed())
 	return q
 }
+
+// A pod stripped of the managed-by label leaves the operator's cache. It is
+// released (its controller reference removed) before its replacement is
+// created, so the PodSet never controls more live pods than spec.replicas.
+func TestIntegrationPodStrippedOfManagedByIsReleased(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "strip", 2, nil)
+	pods := waitForLivePods(g, ps, 2)
+
+	stripped := pods[0].DeepCopy()
+	patch := client.MergeFrom(stripped.DeepCopy())
+	delete(stripped.Labels, LabelManagedBy)
+	g.Expect(k8sClient.Patch(ctx, stripped, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(stripped), pod)).To(Succeed())
+		g.Expect(metav1.GetControllerOf(pod)).To(BeNil(), "the stripped pod is still controlled by the PodSet")
+		g.Expect(pod.DeletionTimestamp).To(BeNil())
+		live := listLivePods(g, ps)
+		g.Expect(live).To(HaveLen(2))
+		g.Expect(podNames(live)).NotTo(ContainElement(stripped.Name))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(listLivePods(g, ps)).To(HaveLen(2)) }, time.Second, poll).Should(Succeed())
+}

@@ -123,5 +123,20 @@ func testReleaseAndAdopt(t *testing.T) {
 			Expect(metav1.GetControllerOf(&p)).NotTo(BeNil(), "live pod %s has no controller", p.Name)
 		}
 	}
+
+	// The managed-by label is what the operator's pod cache selects on: a
+	// pod stripped of it disappears from the operator's view, and must be
+	// released all the same, not stay owned beside its replacement.
+	stray := livePods(Default, t.Context(), ns, sample)[0].Name
+	step("removing the managed-by label from pod %s", stray)
+	mustKubectl(t, "label", "pod", stray, "-n", ns, "app.kubernetes.io/managed-by-")
+	Eventually(func(g Gomega) {
+		var pod corev1.Pod
+		g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: stray}, &pod)).To(Succeed())
+		g.Expect(pod.DeletionTimestamp).To(BeNil(), "the released pod must live on")
+		g.Expect(metav1.GetControllerOf(&pod)).To(BeNil(), "the stripped pod is still controlled by the PodSet")
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	expectSettled(t, ns, 3)
+	mustKubectl(t, "delete", "pod", stray, "-n", ns, "--wait=false")
 	mustKubectl(t, "delete", "podset", sample, "-n", ns)
 }

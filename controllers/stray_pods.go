@@ -1,0 +1,126 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// strayPods remembers the pods that left the operator's pod cache while still
+// controlled by a PodSet and not being deleted: someone removed their
+// managed-by label (to debug a pod, say). The cache holds only pods carrying
+// that label, so such a pod looks deleted; its PodSet replaces it, and unless
+// the stray is released it would keep the PodSet's controller reference, one
+// owned live pod more than spec.replicas.
+//
+// The pod event handler records a possible stray when the informer reports
+// the pod gone without it being marked for deletion; the next reconcile of
+// its PodSet reads it from the API server and, if it still exists, releases
+// it (see releaseStrays) before it may create a replacement, as the
+// ReplicaSet controller releases a pod whose labels stop matching its
+// selector.
+//
+// What this cannot see: a pod stripped of the label while the operator is
+// not running. Its informer never held it, so no event reports it; it keeps
+// its controller reference until the label returns (it is then adopted back
+// and the PodSet scales down to spec.replicas) or the PodSet is deleted (the
+// garbage collector deletes it).
+type strayPods struct {
+	mu    sync.Mutex
+	byPod map[types.NamespacedName]map[types.UID]types.NamespacedName
+}
+
+func newStrayPods() *strayPods {
+	return &strayPods{byPod: map[types.NamespacedName]map[types.UID]types.NamespacedName{}}
+}
+
+// add records that pod (uid) of podSet left the cache without being deleted.
+func (s *strayPods) add(podSet, pod types.NamespacedName, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPod[podSet] == nil {
+		s.byPod[podSet] = map[types.UID]types.NamespacedName{}
+	}
+	s.byPod[podSet][uid] = pod
+}
+
+// of returns podSet's strays.
+func (s *strayPods) of(podSet types.NamespacedName) map[types.UID]types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[types.UID]types.NamespacedName, len(s.byPod[podSet]))
+	for uid, pod := range s.byPod[podSet] {
+		out[uid] = pod
+	}
+	return out
+}
+
+// done forgets one stray, released or no longer stray.
+func (s *strayPods) done(podSet types.NamespacedName, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byPod[podSet], uid)
+	if len(s.byPod[podSet]) == 0 {
+		delete(s.byPod, podSet)
+	}
+}
+
+// forget drops what is recorded for a PodSet that is gone.
+func (s *strayPods) forget(podSet types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byPod, podSet)
+}
+
+// mayBeStray reports whether a pod the informer reports deleted may in fact
+// only have left the informer's label selector. The event cannot tell: for a
+// pod that stops matching a watch's selector, the API server sends the state
+// it had before, label included. A pod that was really deleted was mostly
+// marked terminating first (graceful deletion), so only the pods reported
+// gone without a deletionTimestamp (deleted at once, or stripped) are looked
+// up again.
+func mayBeStray(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil
+}
+
+// releaseStrays releases the PodSet's stray pods, reading each from the API
+// server (the cache no longer holds them). Until every stray is released,
+// the reconcile stops here: a replacement created before would make one owned
+// live pod too many.
+func (r *PodSetReconciler) releaseStrays(ctx context.Context, s *podSetScope) error {
+	key := types.NamespacedName{Namespace: s.podSet.Namespace, Name: s.podSet.Name}
+	var errs []error
+	for uid, name := range r.strays.of(key) {
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, name, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			r.strays.done(key, uid)
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading stray pod %s: %w", name.Name, err))
+			continue
+		}
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if pod.UID != uid || ref == nil || ref.UID != s.podSet.UID || pod.DeletionTimestamp != nil ||
+			podSelector(s.podSet).Matches(labels.Set(pod.Labels)) {
+			// Gone, someone else's, going, or back in the cache (its
+			// label restored): nothing to release.
+			r.strays.done(key, uid)
+			continue
+		}
+		if err := r.releasePod(ctx, s.podSet, pod); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.strays.done(key, uid)
+	}
+	return errors.Join(errs...)
+}
