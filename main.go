@@ -46,6 +46,7 @@ func init() {
 func main() {
 	var (
 		metricsAddr, probeAddr, pprofAddr string
+		leaderElectionNamespace           string
 		enableLeaderElection              bool
 		secureMetrics, enableHTTP2        bool
 		maxConcurrentReconciles           int
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to; 0 disables them.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's pprof endpoints bind to, e.g. 127.0.0.1:8082; empty disables them.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader through a Lease, so that only one of several replicas acts.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "The namespace of the leader election Lease; empty: the namespace the manager runs in (required when it runs outside a cluster).")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to clients authenticated and authorized by the API server.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default against the HTTP/2 Rapid Reset and Stream Cancellation CVEs.")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 5, "How many PodSets are reconciled at once.")
@@ -91,6 +93,7 @@ func main() {
 		PprofBindAddress:              pprofAddr,
 		LeaderElection:                enableLeaderElection,
 		LeaderElectionID:              "podset-operator.app.example.com",
+		LeaderElectionNamespace:       leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         controllers.CacheOptions(namespaces, pods),
 	})

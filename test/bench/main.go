@@ -297,6 +297,11 @@ func benchmark(ctx context.Context, o options) (report, error) {
 	if err := writeJSON(filepath.Join(o.out, "benchmarks.json"), rep); err != nil {
 		return rep, err
 	}
+	if len(rep.Medians) == 0 {
+		// A rollout-only run (-shapes ""): the chart is of the scaling phases.
+		logf("wrote %s", filepath.Join(o.out, "benchmarks.json"))
+		return rep, nil
+	}
 	if err := writeChart(filepath.Join(o.out, "benchmarks.png"), rep.Medians); err != nil {
 		return rep, err
 	}

@@ -167,6 +167,8 @@ func conditionStatus(ps *appv1alpha1.PodSet, typ string) metav1.ConditionStatus 
 // stopped and started again.
 type operatorProcess struct {
 	bin, kubeconfig, logPath string
+	// args are extra flags (leader election, in the chaos suite).
+	args []string
 
 	mu   sync.Mutex
 	proc *localcluster.Process
@@ -182,7 +184,7 @@ func (o *operatorProcess) start() error {
 	// Ports: metrics off, health probes on a port the kernel picks, so two
 	// suites on one machine do not collide.
 	proc, err := localcluster.StartProcess("operator", o.bin,
-		[]string{"--kubeconfig=" + o.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"},
+		append([]string{"--kubeconfig=" + o.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}, o.args...),
 		[]string{"WATCH_NAMESPACE="}, o.logPath)
 	if err != nil {
 		return err

@@ -1,0 +1,332 @@
+//go:build e2e && chaos
+
+package e2e
+
+// The fault matrix (`make test-chaos`): the operator runs as two replicas
+// with leader election, under its ServiceAccount and RBAC, and a PodSet
+// scales 0 → 50 → 10, or rolls 50 pods to a new template, through each
+// fault. Watched from outside, it must never have more live pods than
+// spec.replicas (replicas + maxSurge during a rollout), leave no pod without
+// its controller, end with exactly the right status, and converge. How long
+// it takes to converge once the fault is over is printed against the same
+// scenario undisturbed, as a Markdown table for docs/reliability.md; it is
+// reported, not asserted (a timed assertion on two shared cores would fail
+// for reasons that are not the operator's).
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+const (
+	chaosReplicas   = 50
+	chaosScaledDown = 10
+	// 25% of 50, rounded up.
+	chaosSurge = 13
+	// convergeTimeout bounds the wait after a fault; missing it fails.
+	convergeTimeout = 3 * time.Minute
+)
+
+// replicas are the operator's two replicas.
+var replicas []*operatorProcess
+
+func startReplicas(t *testing.T) {
+	env.operator.stop()
+	for _, name := range []string{"a", "b"} {
+		p := &operatorProcess{
+			bin:        env.operator.bin,
+			kubeconfig: env.operator.kubeconfig,
+			logPath:    filepath.Join(env.cluster.LogDir(), "operator-"+name+".log"),
+			args:       []string{"--leader-elect", "--leader-election-namespace=" + env.operatorNS},
+		}
+		Expect(p.start()).To(Succeed())
+		replicas = append(replicas, p)
+	}
+	t.Cleanup(func() {
+		for _, p := range replicas {
+			p.stop()
+		}
+		Expect(env.operator.start()).To(Succeed())
+	})
+	waitForLeader(t, nil)
+}
+
+// leads reports whether the replica holds the lease: its log, since it was
+// last started, says it acquired the lease.
+func (o *operatorProcess) leads() bool {
+	if !o.running() {
+		return false
+	}
+	f, err := os.Open(o.logPath)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	acquired := false
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for s.Scan() {
+		switch line := s.Text(); {
+		case strings.HasPrefix(line, "----- operator started"):
+			acquired = false
+		case strings.Contains(line, "successfully acquired lease"):
+			acquired = true
+		}
+	}
+	return acquired
+}
+
+// waitForLeader waits until a running replica other than not leads, and
+// returns it.
+func waitForLeader(t *testing.T, not *operatorProcess) *operatorProcess {
+	var leader *operatorProcess
+	Eventually(func() bool {
+		for _, p := range replicas {
+			if p != not && p.leads() {
+				leader = p
+				return true
+			}
+		}
+		return false
+	}).WithContext(t.Context()).WithTimeout(2*time.Minute).WithPolling(poll).Should(BeTrue(), "no replica took the lease")
+	return leader
+}
+
+func currentLeader(t *testing.T) *operatorProcess { return waitForLeader(t, nil) }
+
+// restartExited starts again the replicas that have exited (a replica that
+// loses its lease exits, as controller-runtime's manager does).
+func restartExited() {
+	for _, p := range replicas {
+		if !p.running() {
+			Expect(p.start()).To(Succeed())
+		}
+	}
+}
+
+// fault is one row of the matrix. inject runs while the PodSet is mid-way
+// and returns when the fault is over.
+type fault struct {
+	name   string
+	inject func(t *testing.T, ns, name string)
+}
+
+var faults = []fault{
+	{"leader SIGKILLed", func(t *testing.T, _, _ string) {
+		leader := currentLeader(t)
+		leader.kill()
+		waitForLeader(t, leader)
+	}},
+	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _, _ string) {
+		leader := currentLeader(t)
+		Expect(leader.proc.Pause()).To(Succeed())
+		waitForLeader(t, leader)
+		// The lease (15 s) has passed: another replica leads. Resumed,
+		// the old leader must notice it lost the lease before acting.
+		Expect(leader.proc.Resume()).To(Succeed())
+	}},
+	{"kube-apiserver restarted", func(t *testing.T, _, _ string) {
+		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
+	}},
+	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, ns, name string) {
+		leader := currentLeader(t)
+		Expect(leader.proc.Pause()).To(Succeed())
+		deleteFraction(t, ns, name, 0.2)
+		Expect(env.cluster.CompactEtcd(t.Context())).To(Succeed())
+		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
+		Expect(leader.proc.Resume()).To(Succeed())
+	}},
+	{"20% of the pods deleted every 3 s for a minute", func(t *testing.T, ns, name string) {
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(3 * time.Second) {
+			deleteFraction(t, ns, name, 0.2)
+		}
+	}},
+	{"a ResourceQuota flapping between refusing and allowing pods", func(t *testing.T, ns, _ string) {
+		for i := range 10 {
+			pods := int64(1000)
+			if i%2 == 0 {
+				pods = 5
+			}
+			setQuota(t, ns, pods)
+			time.Sleep(3 * time.Second)
+		}
+		Expect(env.admin.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}})).To(Succeed())
+	}},
+	{"etcd paused for 10 s", func(t *testing.T, _, _ string) {
+		etcd := env.cluster.Component("etcd")
+		Expect(etcd.Pause()).To(Succeed())
+		time.Sleep(10 * time.Second)
+		Expect(etcd.Resume()).To(Succeed())
+	}},
+}
+
+// deleteFraction deletes a random fraction of the PodSet's live pods.
+func deleteFraction(t *testing.T, ns, name string, fraction float64) {
+	pods := livePods(Default, t.Context(), ns, name)
+	rand.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
+	n := int(float64(len(pods))*fraction + 0.5)
+	for _, p := range pods[:n] {
+		_ = env.admin.Delete(t.Context(), &p)
+	}
+}
+
+func setQuota(t *testing.T, ns string, pods int64) {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}}
+	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
+	if err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(q), q); err != nil {
+		q.Spec.Hard = hard
+		Expect(env.admin.Create(t.Context(), q)).To(Succeed())
+		return
+	}
+	q.Spec.Hard = hard
+	Expect(env.admin.Update(t.Context(), q)).To(Succeed())
+}
+
+// chaosResult is one scenario run.
+type chaosResult struct {
+	fault, scenario string
+	maxLive, bound  int
+	converge        time.Duration
+}
+
+// expectConverged waits until the PodSet is exactly right: n live pods,
+// Running, Ready, controlled by it and on its update revision, no live pod
+// of its labels without a controller, and a status that says all of it.
+func expectConverged(t *testing.T, ns, name string, n int) {
+	Eventually(func(g Gomega) {
+		ps := getPodSet(g, t.Context(), ns, name)
+		pods := livePods(g, t.Context(), ns, name)
+		g.Expect(pods).To(HaveLen(n), "live pods")
+		var names []string
+		for i := range pods {
+			p := &pods[i]
+			ref := metav1.GetControllerOf(p)
+			g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
+			g.Expect(ref.UID).To(Equal(ps.UID), "pod %s", p.Name)
+			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s", p.Name)
+			g.Expect(ps.Name+"-"+p.Labels[revisionLabel]).To(Equal(ps.Status.UpdateRevision), "pod %s", p.Name)
+			names = append(names, p.Name)
+		}
+		st := ps.Status
+		g.Expect(st.ObservedGeneration).To(Equal(ps.Generation))
+		for what, got := range map[string]int32{"replicas": st.Replicas, "readyReplicas": st.ReadyReplicas, "availableReplicas": st.AvailableReplicas, "updatedReplicas": st.UpdatedReplicas, "updatedAvailableReplicas": st.UpdatedAvailableReplicas} {
+			g.Expect(got).To(BeEquivalentTo(n), "status.%s", what)
+		}
+		g.Expect(st.PodNames).To(ConsistOf(names))
+		g.Expect(conditionStatus(ps, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionStatus(ps, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
+	}).WithContext(t.Context()).WithTimeout(convergeTimeout).WithPolling(poll).Should(Succeed())
+}
+
+// runScenario runs "scale" (0 → 50, fault mid-way, then → 10) or "rollout"
+// (50 pods to a new template, fault mid-way) with f, or undisturbed when f
+// is nil.
+func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResult {
+	name := "chaos"
+	ns := newNamespace(t, "chaos-"+scenario+"-"+slug, nil)
+	res := chaosResult{fault: "none (undisturbed)", scenario: scenario, bound: chaosReplicas}
+	if f != nil {
+		res.fault = f.name
+	}
+	w := watchPods(t, ns, name)
+	start := 0
+	if scenario == "rollout" {
+		start, res.bound = chaosReplicas, chaosReplicas+chaosSurge
+	}
+	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d}\n", name, start)
+	_, _, err := kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
+	Expect(err).NotTo(HaveOccurred())
+	expectConverged(t, ns, name, start)
+
+	w.reset()
+	began := time.Now()
+	if scenario == "scale" {
+		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, chaosReplicas))
+	} else {
+		mustKubectl(t, "podset", "rollout", "restart", name, "-n", ns)
+	}
+	faultOver := began
+	if f != nil {
+		// Mid-way: once a fifth of the pods are new.
+		Eventually(func() int { _, created := w.stats(); return created }).
+			WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(BeNumerically(">=", chaosReplicas/5))
+		step("injecting: %s", f.name)
+		f.inject(t, ns, name)
+		faultOver = time.Now()
+		step("fault over after %s", faultOver.Sub(began).Round(100*time.Millisecond))
+	}
+	expectConverged(t, ns, name, chaosReplicas)
+	res.converge = time.Since(faultOver)
+	res.maxLive, _ = w.stats()
+	restartExited()
+
+	if scenario == "scale" {
+		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, chaosScaledDown))
+		expectConverged(t, ns, name, chaosScaledDown)
+		maxLive, _ := w.stats()
+		res.maxLive = max(res.maxLive, maxLive)
+	}
+	// Gone before its namespace, whose deletion would race the operator.
+	mustKubectl(t, "delete", "podset", name, "-n", ns)
+	step("%s / %s: most live pods %d (bound %d), converged %s after the fault", res.fault, scenario, res.maxLive, res.bound, res.converge.Round(100*time.Millisecond))
+	Expect(res.maxLive).To(BeNumerically("<=", res.bound), "live pods above the bound")
+	return res
+}
+
+func TestChaos(t *testing.T) {
+	RegisterTestingT(t)
+	startReplicas(t)
+	var (
+		mu      sync.Mutex
+		results []chaosResult
+	)
+	record := func(r chaosResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, r)
+	}
+	baseline := map[string]time.Duration{}
+	for _, scenario := range []string{"scale", "rollout"} {
+		t.Run("undisturbed/"+scenario, func(t *testing.T) {
+			RegisterTestingT(t)
+			r := runScenario(t, scenario, nil, "none")
+			baseline[scenario] = r.converge
+			record(r)
+		})
+	}
+	for i := range faults {
+		f := &faults[i]
+		for _, scenario := range []string{"scale", "rollout"} {
+			t.Run(f.name+"/"+scenario, func(t *testing.T) {
+				RegisterTestingT(t)
+				record(runScenario(t, scenario, f, fmt.Sprint(i)))
+			})
+		}
+	}
+
+	fmt.Println("\n| fault | scenario | runs | most live pods (bound) | converged after the fault | undisturbed | ratio |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		base := baseline[r.scenario]
+		ratio := ""
+		if base > 0 {
+			ratio = fmt.Sprintf("%.2f", r.converge.Seconds()/base.Seconds())
+		}
+		fmt.Printf("| %s | %s | 1 | %d (%d) | %.1f s | %.1f s | %s |\n", r.fault, r.scenario, r.maxLive, r.bound, r.converge.Seconds(), base.Seconds(), ratio)
+	}
+}
