@@ -12,11 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers"
@@ -37,6 +41,17 @@ var (
 	scheme   = runtime.NewScheme()
 	setupLog = ctrl.Log.WithName("setup")
 )
+
+// leaderElectionID is the name of the leader election Lease.
+const leaderElectionID = "podset-operator.app.example.com"
+
+// noLeaderElectionEvents gives the leader election lock no event recorder:
+// the lock is built before the manager, whose recorders it would otherwise
+// use, and its events ("became leader") only repeat what the log says.
+type noLeaderElectionEvents struct{}
+
+func (noLeaderElectionEvents) GetEventRecorderFor(string) record.EventRecorder    { return nil }
+func (noLeaderElectionEvents) GetEventRecorder(string) ctrlrecorder.EventRecorder { return nil }
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -86,16 +101,39 @@ func main() {
 	}
 
 	pods := controllers.NewPodIndex()
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		PprofBindAddress:              pprofAddr,
-		LeaderElection:                enableLeaderElection,
-		LeaderElectionID:              "podset-operator.app.example.com",
-		LeaderElectionNamespace:       leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(namespaces, pods),
+	cfg := ctrl.GetConfigOrDie()
+	// With leader election, the lease lock reports its renewals to a fence
+	// that stops a leader resumed after a pause from acting on what it knew
+	// before (see controllers.LeaderFence).
+	var (
+		fence *controllers.LeaderFence
+		lock  resourcelock.Interface
+	)
+	if enableLeaderElection {
+		fence = controllers.NewLeaderFence(controllers.DefaultFenceThreshold)
+		inner, err := leaderelection.NewResourceLock(cfg, noLeaderElectionEvents{}, leaderelection.Options{
+			LeaderElection:          true,
+			LeaderElectionID:        leaderElectionID,
+			LeaderElectionNamespace: leaderElectionNamespace,
+		})
+		if err != nil {
+			setupLog.Error(err, "unable to create the leader election lock")
+			os.Exit(1)
+		}
+		lock = fence.Wrap(inner)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
+		LeaderElection:          enableLeaderElection,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: leaderElectionNamespace,
+		// Set only with leader election; it makes the manager use this lock.
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		Cache:                               controllers.CacheOptions(namespaces, pods),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")
@@ -114,9 +152,16 @@ func main() {
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		StatusWriteInterval:     statusWriteInterval,
 		PodEventBatchPeriod:     podEventBatchPeriod,
+		Fence:                   fence,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		setupLog.Error(err, "unable to create the controller", "controller", "PodSet")
 		os.Exit(1)
+	}
+	if fence != nil {
+		if err := mgr.Add(fence); err != nil {
+			setupLog.Error(err, "unable to add the leader fence")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "unable to set up the health check")

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -63,6 +64,9 @@ type PodSetReconciler struct {
 	// its PodSet, so that a burst of events brings one reconcile; 0 queues
 	// at once.
 	PodEventBatchPeriod time.Duration
+	// Fence, when set, stops a leader that was paused from acting until it
+	// has renewed its lease (see LeaderFence).
+	Fence *LeaderFence
 
 	statusPacer *statusPacer
 	strays      *strayPods
@@ -126,6 +130,14 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Fence != nil {
+		// A replica resumed after a pause may no longer lead, and its
+		// cache missed what happened meanwhile: nothing until its lease
+		// is renewed (or it exits, having lost it).
+		if err := r.Fence.Allow(); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
 
@@ -139,18 +151,29 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.labelUnrevisionedPods,
 	} {
 		if err := phase(ctx, s); err != nil {
-			return ctrl.Result{}, err
+			return retry(ctx, err)
 		}
 	}
 	// A failed scale is reported in the status, then retried with backoff.
 	errs := []error{r.scalePods(ctx, s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
 	if err := kerrors.NewAggregate(errs); err != nil {
-		return ctrl.Result{}, err
+		return retry(ctx, err)
 	}
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
 	return ctrl.Result{RequeueAfter: nextWakeUp(s)}, nil
+}
+
+// retry hands a failed reconcile to the controller's exponential backoff,
+// unless it failed only because the API server was away (see
+// TransientRetryAfter).
+func retry(ctx context.Context, err error) (ctrl.Result, error) {
+	if isTransient(err) {
+		logf.FromContext(ctx).Info("the API server is unavailable; retrying", "after", TransientRetryAfter, "error", err.Error())
+		return ctrl.Result{RequeueAfter: TransientRetryAfter}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // nextWakeUp is when the PodSet must be looked at again without any event:

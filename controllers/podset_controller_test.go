@@ -3,7 +3,11 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -166,4 +171,27 @@ func TestReconcileWithPartialCreates(t *testing.T) {
 	g.Expect(failure).NotTo(BeNil())
 	g.Expect(failure.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(failure.Reason).To(Equal(ReasonFailedCreate))
+}
+
+func TestTransientErrors(t *testing.T) {
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("exceeded quota"))
+	unavailable := apierrors.NewServiceUnavailable("restarting")
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"quota", quota, false},
+		{"service unavailable", unavailable, true},
+		{"connection refused, wrapped", fmt.Errorf("creating pods: %w", refused), true},
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"all transient", kerrors.NewAggregate([]error{unavailable, refused}), true},
+		{"one is not", kerrors.NewAggregate([]error{unavailable, quota}), false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(isTransient(tc.err)).To(Equal(tc.want))
+		})
+	}
 }

@@ -84,7 +84,7 @@ func (o *operatorProcess) leads() bool {
 		switch line := s.Text(); {
 		case strings.HasPrefix(line, "----- operator started"):
 			acquired = false
-		case strings.Contains(line, "successfully acquired lease"):
+		case strings.Contains(strings.ToLower(line), "successfully acquired lease"):
 			acquired = true
 		}
 	}
