@@ -130,13 +130,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.Fence != nil {
-		// A replica resumed after a pause may no longer lead, and its
-		// cache missed what happened meanwhile: nothing until its lease
-		// is renewed (or it exits, having lost it).
-		if err := r.Fence.Allow(); err != nil {
-			return ctrl.Result{}, err
-		}
+	// A replica resumed after a pause may no longer lead, and its cache
+	// missed what happened meanwhile: nothing until its lease is renewed
+	// (or it exits, having lost it). Each write checks again.
+	if err := r.fenceAllows(); err != nil {
+		return ctrl.Result{}, err
 	}
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
@@ -211,6 +209,9 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 			r.statusPacer.held(s.key, now)
 			return nil
 		}
+	}
+	if err := r.fenceAllows(); err != nil {
+		return err
 	}
 	orig := s.podSet.DeepCopy()
 	s.podSet.Status = status

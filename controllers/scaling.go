@@ -91,6 +91,14 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	return nil
 }
 
+// fenceAllows is nil unless a fence is set and refuses (see LeaderFence).
+func (r *PodSetReconciler) fenceAllows() error {
+	if r.Fence == nil {
+		return nil
+	}
+	return r.Fence.Allow()
+}
+
 // creationsSkipped tells the expectations that n expected creations will not
 // happen.
 func (r *PodSetReconciler) creationsSkipped(s *podSetScope, n int) {
@@ -108,6 +116,11 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	ps := s.podSet
 	var created atomic.Int32
 	_, err := slowStartBatch(n, func() error {
+		// A pause can fall in the middle of a step: each write checks
+		// the fence, not only the reconcile's start.
+		if err := r.fenceAllows(); err != nil {
+			return err
+		}
 		pod := newPod(ps, tmpl, hash, r.DefaultImage)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err
@@ -144,8 +157,12 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 	)
 	for _, pod := range victims {
 		wg.Go(func() {
-			// The UID precondition keeps a namesake created meanwhile safe.
-			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			err := r.fenceAllows()
+			if err == nil {
+				// The UID precondition keeps a namesake created
+				// meanwhile safe.
+				err = r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
