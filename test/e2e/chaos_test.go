@@ -80,7 +80,7 @@ func startReplicas(t *testing.T) {
 		}
 		Expect(env.operator.start()).To(Succeed())
 	})
-	waitForLeader(t, nil)
+	waitForLeader(t, 0)
 }
 
 // leads reports whether the replica holds the lease: its log, since it was
@@ -108,13 +108,24 @@ func (o *operatorProcess) leads() bool {
 	return acquired
 }
 
-// waitForLeader waits until a running replica other than not leads, and
+// pid is the process ID of the replica's current process, 0 if none.
+func (o *operatorProcess) pid() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.proc == nil {
+		return 0
+	}
+	return o.proc.Pid()
+}
+
+// waitForLeader waits until a replica process other than notPID leads (a
+// killed replica started again is another process and may win), and
 // returns it.
-func waitForLeader(t *testing.T, not *operatorProcess) *operatorProcess {
+func waitForLeader(t *testing.T, notPID int) *operatorProcess {
 	var leader *operatorProcess
 	Eventually(func() bool {
 		for _, p := range replicas {
-			if p != not && p.leads() {
+			if pid := p.pid(); pid != 0 && pid != notPID && p.leads() {
 				leader = p
 				return true
 			}
@@ -124,7 +135,7 @@ func waitForLeader(t *testing.T, not *operatorProcess) *operatorProcess {
 	return leader
 }
 
-func currentLeader(t *testing.T) *operatorProcess { return waitForLeader(t, nil) }
+func currentLeader(t *testing.T) *operatorProcess { return waitForLeader(t, 0) }
 
 // restartExited starts again the replicas that have exited.
 func restartExited() {
@@ -147,18 +158,19 @@ type fault struct {
 var faults = []fault{
 	{"leader SIGKILLed", func(t *testing.T, _, _ string) {
 		leader := currentLeader(t)
+		pid := leader.pid()
 		leader.kill()
-		waitForLeader(t, leader)
+		waitForLeader(t, pid)
 	}},
 	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _, _ string) {
 		leader := currentLeader(t)
 		Expect(leader.proc.Pause()).To(Succeed())
-		waitForLeader(t, leader)
+		waitForLeader(t, leader.pid())
 		// The lease (15 s) has passed: another replica leads. Resumed,
 		// the old leader must notice it lost the lease before acting.
 		Expect(leader.proc.Resume()).To(Succeed())
 	}},
-	{"kube-apiserver restarted", func(t *testing.T, _, _ string) {
+	{"kube-apiserver killed and restarted", func(t *testing.T, _, _ string) {
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
 	}},
 	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, ns, name string) {

@@ -46,15 +46,17 @@ func (c *Cluster) Component(name string) *Process {
 	return nil
 }
 
-// RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again with
-// the same flags, and returns once it is ready: every client's watch breaks
-// and must be resumed or relisted.
+// RestartAPIServer kills kube-apiserver (SIGKILL, as a crash or an OOM kill
+// would; on SIGTERM it waits for its long-running requests and the
+// process's 15 s grace runs out anyway) and starts it again with the same
+// flags, and returns once it is ready: every client's watch breaks and must
+// be resumed or relisted.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	old := c.Component("kube-apiserver")
 	if old == nil {
 		return fmt.Errorf("kube-apiserver is not running")
 	}
-	if err := old.Stop(); err != nil {
+	if err := old.Kill(); err != nil {
 		return err
 	}
 	args, err := c.apiserverArgs()
