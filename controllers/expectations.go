@@ -39,7 +39,18 @@ type expectation struct {
 	creations int
 	deletions sets.Set[types.UID]
 	setAt     time.Time
+	// uncertainUntil, when set, is the earlier moment the wait ends: some
+	// creations failed in a way that leaves open whether the API server
+	// made the pod (see CreationUncertain).
+	uncertainUntil time.Time
 }
+
+// UncertainCreationTimeout bounds the wait for a pod whose create failed
+// without saying whether the pod was made (the connection broke, the
+// request timed out). If it was made, its event comes with the next watch or
+// relist, seconds later; if not, no event ever comes, and the PodSet must not
+// wait the whole expectations timeout for it.
+const UncertainCreationTimeout = 15 * time.Second
 
 // expectationsKey identifies one PodSet in the expectations: by UID as well
 // as name, so that a PodSet deleted and recreated under the same name never
@@ -92,6 +103,18 @@ func (e *Expectations) CreationObserved(key string) (fulfilled bool) {
 	return false
 }
 
+// CreationUncertain records that one expected creation of key failed in a
+// way that leaves open whether the pod exists: it stays expected, so that a
+// cache that has not seen it yet does not make the PodSet create it again,
+// but for at most UncertainCreationTimeout.
+func (e *Expectations) CreationUncertain(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.items[key]; ok && exp.uncertainUntil.IsZero() {
+		exp.uncertainUntil = e.now().Add(UncertainCreationTimeout)
+	}
+}
+
 // DeletionObserved records that the pod with this UID is gone or going, or
 // that its deletion will not happen. It reports whether this was the last
 // write key waited for.
@@ -121,7 +144,12 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 	if !ok || (exp.creations <= 0 && exp.deletions.Len() == 0) {
 		return 0
 	}
-	return max(0, e.timeout-e.now().Sub(exp.setAt))
+	now := e.now()
+	wait := e.timeout - now.Sub(exp.setAt)
+	if !exp.uncertainUntil.IsZero() {
+		wait = min(wait, exp.uncertainUntil.Sub(now))
+	}
+	return max(0, wait)
 }
 
 // Forget drops everything recorded for the PodSet namespace/name, whatever

@@ -1,11 +1,19 @@
 package controllers
 
 import (
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -243,4 +251,49 @@ func TestExpectationsObservedReportsTheLastWrite(t *testing.T) {
 	g.Expect(e.DeletionObserved(expKey, "b")).To(BeTrue())
 
 	g.Expect(e.CreationObserved("ns/unknown/uid")).To(BeFalse())
+}
+
+// A create whose connection broke may have made its pod: it stays expected,
+// so that a cache that missed it does not bring a second one, but only for
+// UncertainCreationTimeout, since a pod that was not made sends no event.
+func TestExpectationsUncertainCreations(t *testing.T) {
+	g := NewWithT(t)
+	clock := unitNow
+	e := NewExpectations(5 * time.Minute)
+	e.now = func() time.Time { return clock }
+	e.ExpectCreations(expKey, 3)
+	e.CreationObserved(expKey)
+	e.CreationUncertain(expKey)
+	e.CreationUncertain(expKey)
+
+	g.Expect(e.Satisfied(expKey)).To(BeFalse(), "the uncertain pods are still expected")
+	g.Expect(e.ExpiresIn(expKey)).To(Equal(UncertainCreationTimeout))
+	clock = clock.Add(UncertainCreationTimeout - time.Second)
+	g.Expect(e.Satisfied(expKey)).To(BeFalse())
+	clock = clock.Add(time.Second)
+	g.Expect(e.Satisfied(expKey)).To(BeTrue(), "not for the whole expectations timeout")
+
+	// If the pods were made, their events fulfil the expectations early.
+	e.ExpectCreations(expKey, 1)
+	e.CreationUncertain(expKey)
+	g.Expect(e.CreationObserved(expKey)).To(BeTrue())
+}
+
+func TestMayHaveReachedServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"EOF: the server went away mid-request", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: io.EOF}, true},
+		{"connection reset", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "create", 1), true},
+		{"connection refused: never sent", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
+		{"an answer: refused", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("quota")), false},
+		{"unavailable: refused", apierrors.NewServiceUnavailable("restarting"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(mayHaveReachedServer(tc.err)).To(Equal(tc.want))
+		})
+	}
 }

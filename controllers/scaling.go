@@ -114,7 +114,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return 0, nil
 	}
 	ps := s.podSet
-	var created atomic.Int32
+	var created, uncertain atomic.Int32
 	_, err := slowStartBatch(n, func() error {
 		// A pause can fall in the middle of a step: each write checks
 		// the fence, not only the reconcile's start.
@@ -129,6 +129,9 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away, and the PodSet with it
 			}
+			if mayHaveReachedServer(err) {
+				uncertain.Add(1)
+			}
 			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", eventNote("Error creating pod: "+err.Error()))
 			return err
 		}
@@ -136,10 +139,16 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return nil
 	})
 	s.outcome.issued += int(created.Load())
-	if err != nil {
-		return int(created.Load()), fmt.Errorf("creating pods: %w", err)
+	// A create whose connection broke may still have made its pod: it stays
+	// expected (for a bounded time), and the caller counts it as made.
+	for range uncertain.Load() {
+		r.Expectations.CreationUncertain(s.key)
 	}
-	return int(created.Load()), nil
+	made := int(created.Load() + uncertain.Load())
+	if err != nil {
+		return made, fmt.Errorf("creating pods: %w", err)
+	}
+	return made, nil
 }
 
 // deletePods deletes the victims in parallel; the caller has expected their

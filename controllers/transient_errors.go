@@ -52,3 +52,12 @@ func isTransient(err error) bool {
 		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err)
 }
+
+// mayHaveReachedServer reports whether a failed write may still have been
+// carried out: the connection broke or the request timed out after it was
+// sent. A refused connection, or an answer from the API server, says it was
+// not.
+func mayHaveReachedServer(err error) bool {
+	return utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
