@@ -11,9 +11,10 @@ const (
 	// ConditionAvailable is True when at least spec.replicas pods have been
 	// Ready for spec.minReadySeconds.
 	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the operator is still moving the
-	// observed pods towards the spec (creating, deleting, or waiting for pods
-	// to become available), and False once they match it.
+	// ConditionProgressing is, as for a Deployment, True while the operator
+	// moves the pods towards the spec and once they match it (reason
+	// NewRevisionAvailable), Unknown while the rollout is paused, and False
+	// when no progress was made for spec.progressDeadlineSeconds.
 	ConditionProgressing = "Progressing"
 	// ConditionReplicaFailure is True when the last attempt to create or
 	// delete pods failed; its message carries the API server's error.
