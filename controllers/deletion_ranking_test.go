@@ -37,6 +37,26 @@ func TestLessValuableRules(t *testing.T) {
 			keeper: unitPod("y", inPhase(corev1.PodRunning)),
 		},
 		{
+			name:   "lower pod-deletion-cost before higher, among ready pods",
+			victim: unitPod("x", readySince(unitNow.Add(-time.Hour)), withDeletionCost("-5")),
+			keeper: unitPod("y", readySince(unitNow.Add(-time.Minute)), withDeletionCost("10")),
+		},
+		{
+			name:   "pod-deletion-cost: absent is 0",
+			victim: unitPod("x", readySince(unitNow.Add(-time.Hour)), withDeletionCost("-1")),
+			keeper: unitPod("y", readySince(unitNow.Add(-time.Minute))),
+		},
+		{
+			name:   "pod-deletion-cost: an invalid value is 0, so the next rule decides",
+			victim: unitPod("x", readySince(unitNow.Add(-time.Minute)), withDeletionCost("lots")),
+			keeper: unitPod("y", readySince(unitNow.Add(-time.Hour)), withDeletionCost("0")),
+		},
+		{
+			name:   "readiness comes before pod-deletion-cost",
+			victim: unitPod("x", withDeletionCost("100")),
+			keeper: unitPod("y", readySince(unitNow.Add(-time.Minute)), withDeletionCost("-100")),
+		},
+		{
 			name:   "not ready before ready",
 			victim: unitPod("x", notReadySince(unitNow.Add(-time.Minute))),
 			keeper: unitPod("y", readySince(unitNow.Add(-time.Minute))),
@@ -142,4 +162,10 @@ func toElements(pods []*corev1.Pod) []any {
 		out[i] = BeIdenticalTo(p)
 	}
 	return out
+}
+
+func withDeletionCost(v string) podOption {
+	return func(p *corev1.Pod) {
+		p.Annotations = map[string]string{AnnotationPodDeletionCost: v}
+	}
 }
