@@ -241,7 +241,7 @@ test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cl
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
 .PHONY: test-chaos
-test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader-elected replicas, a PodSet scaling and rolling through each fault (about 12 min).
+test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader-elected replicas, a PodSet scaling and rolling through each fault (about 7 min).
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
