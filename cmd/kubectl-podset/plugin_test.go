@@ -211,7 +211,7 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	ps = get(g, ps)
 	ps.Status.ObservedGeneration = ps.Generation
 	ps.Status.Conditions = []metav1.Condition{{
-		Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reasonProgressDeadlineExceeded,
+		Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: controllers.ReasonProgressDeadlineExceeded,
 		Message: "no progress for 10m0s", LastTransitionTime: metav1.Now(),
 	}}
 	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
@@ -221,7 +221,7 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("exceeded its progress deadline"))
 
 	ps = get(g, ps)
-	ps.Status.Conditions[0].Status, ps.Status.Conditions[0].Reason = metav1.ConditionTrue, reasonNewRevisionAvailable
+	ps.Status.Conditions[0].Status, ps.Status.Conditions[0].Reason = metav1.ConditionTrue, controllers.ReasonNewRevisionAvailable
 	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
 	out, err := run(ns, "rollout", "status", "web", "--timeout=5s")
 	g.Expect(err).NotTo(HaveOccurred())

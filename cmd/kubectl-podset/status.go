@@ -10,14 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-)
-
-// Progressing reasons the status verb reads (the operator's, see
-// controllers/status.go).
-const (
-	reasonNewRevisionAvailable     = "NewRevisionAvailable"
-	reasonPaused                   = "Paused"
-	reasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	"github.com/example/podset-operator/controllers"
 )
 
 func newStatusCommand(o *options) *cobra.Command {
@@ -83,10 +76,10 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 		return "Waiting for podset spec update to be observed...", false, nil
 	}
 	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
-	if progressing != nil && progressing.Reason == reasonProgressDeadlineExceeded {
+	if progressing != nil && progressing.Reason == controllers.ReasonProgressDeadlineExceeded {
 		return "", false, fmt.Errorf("podset %q exceeded its progress deadline: %s: %w", ps.Name, progressing.Message, errRolloutFailed)
 	}
-	if progressing != nil && progressing.Reason == reasonPaused {
+	if progressing != nil && progressing.Reason == controllers.ReasonPaused {
 		return "", false, fmt.Errorf("podset %q is paused (%d of %d pods updated): resume it with `kubectl podset rollout resume %s`",
 			ps.Name, st.UpdatedReplicas, ps.DesiredReplicas(), ps.Name)
 	}
@@ -95,7 +88,7 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	if ps.Spec.UpdateStrategy.Type != appv1alpha1.OnDeleteStrategyType && ps.Spec.UpdateStrategy.RollingUpdate != nil {
 		wantUpdated = desired - min(ptr.Deref(ps.Spec.UpdateStrategy.RollingUpdate.Partition, 0), desired)
 	}
-	done := progressing != nil && progressing.Reason == reasonNewRevisionAvailable
+	done := progressing != nil && progressing.Reason == controllers.ReasonNewRevisionAvailable
 	switch {
 	case done:
 		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil
