@@ -152,6 +152,29 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 	return max(0, wait)
 }
 
+// Doubtful reports whether key's wait ended only because creations whose
+// outcome is unknown (CreationUncertain) stopped being waited for: the
+// cache may still lack pods the API server made, and must be checked
+// against it before the PodSet acts (see pod_cache_check.go).
+func (e *Expectations) Doubtful(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.items[key]
+	if !ok || exp.uncertainUntil.IsZero() || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+		return false
+	}
+	now := e.now()
+	return !now.Before(exp.uncertainUntil) && now.Sub(exp.setAt) < e.timeout
+}
+
+// Resolve drops what key waits for: the cache was found to hold exactly
+// the pods the API server has, so nothing it waits for is still to come.
+func (e *Expectations) Resolve(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.items, key)
+}
+
 // Forget drops everything recorded for the PodSet namespace/name, whatever
 // its UID, once it is gone.
 func (e *Expectations) Forget(namespacedName string) {

@@ -43,6 +43,8 @@ type LeaderFence struct {
 	suspectSince time.Time
 	// lastRenew is this replica's last successful lease write.
 	lastRenew time.Time
+	// trips counts the pauses noticed.
+	trips uint64
 }
 
 // NewLeaderFence returns a fence that takes a gap longer than threshold for
@@ -82,6 +84,7 @@ func (f *LeaderFence) observeLocked() {
 	now := f.now()
 	if now.Sub(f.lastTick) > f.threshold && f.suspectSince.IsZero() {
 		f.suspectSince = now
+		f.trips++
 	}
 	f.lastTick = now
 }
@@ -102,6 +105,16 @@ func (f *LeaderFence) Allow() error {
 	default:
 		return ErrFenced
 	}
+}
+
+// Trips is the number of pauses noticed so far. After each, the cache of
+// every PodSet is checked against the API server before it acts again: the
+// lease tells this replica it still leads, not that its cache has caught up.
+func (f *LeaderFence) Trips() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observeLocked()
+	return f.trips
 }
 
 func (f *LeaderFence) renewed() {

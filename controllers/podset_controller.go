@@ -70,6 +70,7 @@ type PodSetReconciler struct {
 
 	statusPacer *statusPacer
 	strays      *strayPods
+	cacheChecks *podCacheChecks
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -96,6 +97,10 @@ type podSetScope struct {
 	// statusWait is how long until a status write held back by the pacer
 	// is due; 0 when none is held back.
 	statusWait time.Duration
+	// cacheRecheck is set when the pod cache was found behind the API
+	// server (pod_cache_check.go): the PodSet does not scale, and looks
+	// again after it.
+	cacheRecheck time.Duration
 }
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
@@ -127,6 +132,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.Expectations.Forget(req.String())
 			r.statusPacer.forget(req.String())
 			r.strays.forget(req.NamespacedName)
+			r.cacheChecks.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -147,6 +153,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.claimPods,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
+		r.checkPodCache,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return retry(ctx, err)
@@ -181,7 +188,7 @@ func retry(ctx context.Context, err error) (ctrl.Result, error) {
 func nextWakeUp(s *podSetScope) time.Duration {
 	now := time.Now()
 	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), now)
-	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, progressDeadlineIn(s.podSet, s.podSet.Status, now)} {
+	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, s.cacheRecheck, progressDeadlineIn(s.podSet, s.podSet.Status, now)} {
 		if w > 0 && (next == 0 || w < next) {
 			next = w
 		}
@@ -253,6 +260,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	}
 	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
 	r.strays = newStrayPods()
+	r.cacheChecks = newPodCacheChecks()
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -69,6 +70,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Pods:         podIndexWith(t, pods),
 		statusPacer:  newStatusPacer(DefaultStatusWriteInterval),
 		strays:       newStrayPods(),
+		cacheChecks:  newPodCacheChecks(),
 	}, c
 }
 
@@ -186,6 +188,8 @@ func TestTransientErrors(t *testing.T) {
 		{"service unavailable", unavailable, true},
 		{"connection refused, wrapped", fmt.Errorf("creating pods: %w", refused), true},
 		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"connection force closed", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: errors.New("http2: client connection force closed via ClientConn.Close")}, true},
+		{"fenced: ours, not the server's", ErrFenced, false},
 		{"all transient", kerrors.NewAggregate([]error{unavailable, refused}), true},
 		{"one is not", kerrors.NewAggregate([]error{unavailable, quota}), false},
 		{"none", nil, false},

@@ -38,7 +38,7 @@ const (
 // cache; otherwise the cache may still lack pods just created (or still hold
 // pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.revisions.update == nil {
+	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.cacheRecheck > 0 || s.revisions.update == nil {
 		return nil
 	}
 	s.outcome.attempted = true
@@ -49,6 +49,9 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		return err
 	}
 	creations := step.createUpdated + step.createOld
+	if creations > 0 || len(step.victims) > 0 {
+		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.victims))
+	}
 	uids := make([]types.UID, len(step.victims))
 	for i, pod := range step.victims {
 		uids[i] = pod.UID
@@ -145,6 +148,9 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		r.Expectations.CreationUncertain(s.key)
 	}
 	made := int(created.Load() + uncertain.Load())
+	if err != nil {
+		logf.FromContext(ctx).V(1).Info("creating pods stopped", "wanted", n, "created", created.Load(), "uncertain", uncertain.Load(), "error", err.Error())
+	}
 	if err != nil {
 		return made, fmt.Errorf("creating pods: %w", err)
 	}

@@ -49,6 +49,8 @@ func startCluster(ctx context.Context, binDir string, nodes int, profiling bool)
 		ControllerManagerBurst: componentBurst,
 		SchedulerQPS:           componentQPS,
 		SchedulerBurst:         componentBurst,
+		AuditPolicy:            benchAuditPolicy(),
+		AuditLogMode:           "batch",
 		Out:                    os.Stderr,
 	})
 }

@@ -128,6 +128,7 @@ type bench struct {
 	dc      dynamic.Interface
 	op      *operator
 	kcmPID  int
+	audit   *auditReader
 	logDir  string
 	workDir string
 }
@@ -217,7 +218,7 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		}
 	}()
 	typedCfg, dynCfg := benchConfig(c)
-	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir()}
+	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir(), audit: &auditReader{path: c.AuditLogPath()}}
 	if b.cs, err = kubernetes.NewForConfig(typedCfg); err != nil {
 		return rep, err
 	}
@@ -277,6 +278,7 @@ func benchmark(ctx context.Context, o options) (report, error) {
 	}
 	rep.Medians = summarise(rep.Phases, o.shapes)
 	rep.RolloutMedians = summariseRollouts(rep.Rollouts, o.rolloutShapes)
+	rep.Requests = summariseRequests(rep.Phases, o.shapes)
 
 	if o.rss {
 		b.op.stop()
@@ -289,6 +291,10 @@ func benchmark(ctx context.Context, o options) (report, error) {
 	if len(rep.RolloutMedians) > 0 {
 		fmt.Println()
 		printRolloutTable(os.Stdout, rep.RolloutMedians)
+	}
+	if len(rep.Requests) > 0 {
+		fmt.Println()
+		printRequestTable(os.Stdout, rep.Requests)
 	}
 	if rep.RSS != nil {
 		fmt.Printf("\nmemory: operator peak RSS %.1f MiB owning %d pods (PodSets %s) among %d foreign pods (error: %q)\n",

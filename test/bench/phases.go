@@ -138,6 +138,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	res.OwnersCreatedS = secs(ownersCreated.Sub(start))
 	res.AllCreatedS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allReady), secs(ow.caughtUpAfter())
 	time.Sleep(settle)
+	upWindow := &window{from: start, to: time.Now()}
 	mid, err := b.op.scrape()
 	if err != nil {
 		return err
@@ -168,10 +169,15 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	}
 	res.ScaleDownS = secs(max(pw.counts().liveReached, ow.caughtUpAfter()))
 	time.Sleep(settle)
+	downWindow := &window{from: start, to: time.Now()}
 	after, err := b.op.scrape()
 	if err != nil {
 		return err
 	}
+	if err := b.audit.tally(res.Kind, upWindow, downWindow); err != nil {
+		return fmt.Errorf("reading the audit log: %w", err)
+	}
+	res.RequestsUp, res.RequestsDown = upWindow.tally, downWindow.tally
 
 	final := pw.counts()
 	res.MaxLive, res.Created = final.maxLive, final.created

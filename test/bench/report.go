@@ -57,6 +57,13 @@ type phaseResult struct {
 	// (all of its controllers) for ReplicaSets.
 	ControllerCPUS float64 `json:"controllerCPUSeconds,omitempty"`
 
+	// RequestsUp and RequestsDown are the controller's requests (the
+	// operator's, or the ReplicaSet controller's) from the first owner
+	// create until the scale-up settled, and from the scale-down patch
+	// until it settled, from the API server's audit log.
+	RequestsUp   requestTally `json:"controllerRequestsScaleUp,omitempty"`
+	RequestsDown requestTally `json:"controllerRequestsScaleDown,omitempty"`
+
 	Error string `json:"error,omitempty"`
 }
 
@@ -90,6 +97,8 @@ type report struct {
 	// Rollouts are the rollout phase's runs: PodSets against Deployments.
 	Rollouts       []rolloutResult `json:"rollouts,omitempty"`
 	RolloutMedians []rolloutMedian `json:"rolloutMedians,omitempty"`
+	// Requests are the medians of the controllers' requests per phase.
+	Requests []requestRow `json:"requests,omitempty"`
 }
 
 type benchSettings struct {

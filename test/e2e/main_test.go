@@ -224,13 +224,22 @@ func applyObjects(ctx context.Context, objs []*unstructured.Unstructured) (strin
 }
 
 // auditPolicy records, at Metadata level, every request made by the
-// operator's ServiceAccount and nothing else; the least-privilege test reads
-// it to compare what the operator uses with what its RBAC grants.
+// operator's ServiceAccount; the least-privilege test reads it to compare
+// what the operator uses with what its RBAC grants. It also records every
+// pod create (with the created pod, for its name) and delete, by anyone: the
+// fault matrix counts live pods from them, the API server's own record,
+// which no broken watch can blur.
 func auditPolicy(ns, sa string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived"]
+omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
+- level: RequestResponse
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods"]}]
+- level: Metadata
+  verbs: ["delete"]
+  resources: [{group: "", resources: ["pods"]}]
 - level: Metadata
   users: ["system:serviceaccount:%s:%s"]
 - level: None

@@ -48,14 +48,20 @@ func (c *Cluster) apiserverArgs() ([]string, error) {
 		if err := os.WriteFile(policy, c.opts.AuditPolicy, 0o600); err != nil {
 			return nil, err
 		}
+		mode := c.opts.AuditLogMode
+		if mode == "" {
+			mode = "blocking"
+		}
 		args = append(args,
 			"--audit-policy-file="+policy,
 			"--audit-log-path="+c.AuditLogPath(),
 			"--audit-log-format=json",
-			// Write each event as it happens so a test can read the log
-			// right after its requests.
-			"--audit-log-mode=blocking",
+			"--audit-log-mode="+mode,
 		)
+		if mode == "batch" {
+			// Flush every event on its own, without waiting to fill a batch.
+			args = append(args, "--audit-log-batch-max-size=1")
+		}
 	}
 	return append(args, c.opts.APIServerArgs...), nil
 }

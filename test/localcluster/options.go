@@ -40,6 +40,11 @@ type Options struct {
 	// server then writes JSON audit events to Cluster.AuditLogPath. Off by
 	// default because it slows large runs down.
 	AuditPolicy []byte
+	// AuditLogMode is "blocking" (the default: a request returns once its
+	// event is written, so a test can read the log right after it) or
+	// "batch" (written asynchronously, one event at a time: requests do not
+	// wait for the disk, for benchmarks).
+	AuditLogMode string
 
 	// Extra command-line flags appended to each component's own.
 	EtcdArgs, APIServerArgs, ControllerManagerArgs, SchedulerArgs, KwokArgs []string

@@ -1,0 +1,83 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"sort"
+	"time"
+)
+
+// podAuditEvent is the part of an audit event about a pod create or delete
+// that auditMaxLive reads.
+type podAuditEvent struct {
+	Verb      string `json:"verb"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	// ResponseObject is the created pod (creates are logged at
+	// RequestResponse level): a generated name is known only from it.
+	ResponseObject *struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	} `json:"responseObject"`
+	StageTimestamp time.Time `json:"stageTimestamp"`
+}
+
+// auditMaxLive is the most pods alive at once in namespace ns, from the API
+// server's audit log rather than a watch: a pod is alive from its successful
+// create until the first successful delete of it (which sets its
+// deletionTimestamp). The pods of these tests never fail or succeed on their
+// own, so that is the liveness livePods uses. A watch observer can count
+// wrong when its watch breaks (a relist hands over the pods that exist
+// before the deletions of those that vanished), the audit log cannot.
+func auditMaxLive(ns string) (int, error) {
+	f, err := os.Open(env.cluster.AuditLogPath())
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var events []podAuditEvent
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 16*1024*1024), 16*1024*1024)
+	for s.Scan() {
+		var e podAuditEvent
+		if json.Unmarshal(s.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
+			continue
+		}
+		if e.ObjectRef.Resource != "pods" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		if c := e.ResponseStatus.Code; c < 200 || c > 299 {
+			continue
+		}
+		events = append(events, e)
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].StageTimestamp.Before(events[j].StageTimestamp) })
+	live := map[string]bool{}
+	most := 0
+	for _, e := range events {
+		switch e.Verb {
+		case "create":
+			if e.ResponseObject != nil {
+				live[e.ResponseObject.Metadata.Name] = true
+			}
+		case "delete":
+			delete(live, e.ObjectRef.Name)
+		}
+		most = max(most, len(live))
+	}
+	return most, nil
+}
