@@ -15,8 +15,15 @@ import (
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
-// the API server looks again.
-const PodCacheRecheckInterval = time.Second
+// the API server looks again; each further look that finds it still behind
+// waits twice as long, up to MaxPodCacheRecheckInterval. A cache behind is
+// one whose watch is broken, and client-go's reflector may take up to a
+// minute to relist: a thousand PodSets listing their pods every second
+// meanwhile would load the API server for nothing.
+const (
+	PodCacheRecheckInterval    = time.Second
+	MaxPodCacheRecheckInterval = 16 * time.Second
+)
 
 // Expectations keep a PodSet from acting on a cache that has not yet seen
 // its own writes. Two situations break that guarantee, and in both a PodSet
@@ -38,14 +45,25 @@ const PodCacheRecheckInterval = time.Second
 // match, nothing it waits for is still to come.
 
 // podCacheChecks remembers, per PodSet, the number of fence trips its cache
-// was last checked after.
+// was last checked after, and how many checks in a row found it behind.
 type podCacheChecks struct {
 	mu      sync.Mutex
 	checked map[string]uint64
+	behind  map[string]int
 }
 
 func newPodCacheChecks() *podCacheChecks {
-	return &podCacheChecks{checked: map[string]uint64{}}
+	return &podCacheChecks{checked: map[string]uint64{}, behind: map[string]int{}}
+}
+
+// foundBehind records a check that found key's cache behind, and returns
+// when to check again.
+func (c *podCacheChecks) foundBehind(key string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.behind[key]
+	c.behind[key] = n + 1
+	return min(PodCacheRecheckInterval<<min(n, 8), MaxPodCacheRecheckInterval)
 }
 
 func (c *podCacheChecks) upToDate(key string, trips uint64) bool {
@@ -58,12 +76,14 @@ func (c *podCacheChecks) done(key string, trips uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.checked[key] = trips
+	delete(c.behind, key)
 }
 
 func (c *podCacheChecks) forget(namespacedName string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deletePodSetKeys(c.checked, namespacedName)
+	deletePodSetKeys(c.behind, namespacedName)
 }
 
 // fenceTrips is the number of pauses the fence noticed, 0 without a fence.
@@ -91,9 +111,9 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, live.Items); missing > 0 || extra > 0 {
+		s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
 		logf.FromContext(ctx).Info("the pod cache is behind the API server; waiting for it",
-			"missingFromCache", missing, "goneFromServer", extra)
-		s.cacheRecheck = PodCacheRecheckInterval
+			"missingFromCache", missing, "goneFromServer", extra, "nextCheck", s.cacheRecheck)
 		return nil
 	}
 	if doubtful {

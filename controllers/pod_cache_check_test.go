@@ -165,3 +165,15 @@ func TestPodCacheDiff(t *testing.T) {
 		})
 	}
 }
+
+func TestPodCacheRecheckBacksOff(t *testing.T) {
+	g := NewWithT(t)
+	c := newPodCacheChecks()
+	var waits []time.Duration
+	for range 7 {
+		waits = append(waits, c.foundBehind("ns/web/uid"))
+	}
+	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}))
+	c.done("ns/web/uid", 0)
+	g.Expect(c.foundBehind("ns/web/uid")).To(Equal(time.Second), "a check that found the cache current starts over")
+}

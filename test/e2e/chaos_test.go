@@ -322,22 +322,20 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		maxLive, _ := w.stats()
 		res.maxLive = max(res.maxLive, maxLive)
 	}
-	// The watch's count is a lower bound of the truth when it saw every
-	// event, and may count pods twice across a relist; the audit log is
-	// the API server's own record. The bound holds on the audit's count;
-	// a watch that saw more is reported, as an observer's artefact.
+	// Two records of the live pods, each of which can only miss some:
+	// the watch misses what happens while it is broken (it relists in one
+	// step, so it never counts a pod twice); the audit log misses a create
+	// the API server carried out as it was killed. The bound must hold on
+	// both.
 	watched := res.maxLive
 	audited, err := auditMaxLive(ns)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(audited).To(BeNumerically(">=", chaosReplicas), "the audit log shows fewer live pods than the PodSet had: it is not being read right")
-	res.maxLive = audited
+	Expect(audited).To(BeNumerically(">=", chaosReplicas/2), "the audit log shows too few pods: it is not being read right")
+	res.maxLive = max(watched, audited)
 	// Gone before its namespace, whose deletion would race the operator.
 	mustKubectl(t, "delete", "podset", name, "-n", ns)
-	step("%s / %s: most live pods %d (bound %d; the watch saw %d), converged %s after the fault", res.fault, scenario, res.maxLive, res.bound, watched, res.converge.Round(100*time.Millisecond))
-	Expect(res.maxLive).To(BeNumerically("<=", res.bound), "live pods above the bound, by the audit log")
-	if watched > res.bound {
-		step("the watch counted %d live pods at once, the audit log %d: a relist counted some twice", watched, audited)
-	}
+	step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), converged %s after the fault", res.fault, scenario, res.maxLive, res.bound, watched, audited, res.converge.Round(100*time.Millisecond))
+	Expect(res.maxLive).To(BeNumerically("<=", res.bound), "live pods above the bound")
 	return res
 }
 

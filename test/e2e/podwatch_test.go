@@ -6,12 +6,11 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -33,28 +32,67 @@ type podWatch struct {
 	// minReady is the fewest live and ready pods observed at once since the
 	// last reset.
 	minReady int
+	// synced is closed once the first list has been observed.
+	synced chan struct{}
 }
 
 // watchPods starts watching the pods of PodSet name in ns until the test
 // ends, and returns once the initial list has been observed.
+//
+// It runs a reflector into its own store rather than an informer: when a
+// watch breaks and the reflector relists, an informer hands its handlers the
+// listed pods first and the deletions of the vanished ones after, so for a
+// moment an observer counts both. The store takes a relist as one step.
 func watchPods(t *testing.T, ns, name string) *podWatch {
-	w := &podWatch{live: map[types.UID]bool{}, ready: map[types.UID]bool{}, seen: map[types.UID]int{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(env.clientset, 0,
-		informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSetLabel + "=" + name }))
-	inf := factory.Core().V1().Pods().Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { w.observe(obj, false) },
-		DeleteFunc: func(obj any) { w.observe(obj, true) },
-	})
-	Expect(err).NotTo(HaveOccurred())
+	w := &podWatch{live: map[types.UID]bool{}, ready: map[types.UID]bool{}, seen: map[types.UID]int{}, synced: make(chan struct{})}
+	lw := cache.NewFilteredListWatchFromClient(env.clientset.CoreV1().RESTClient(), "pods", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = podSetLabel + "=" + name })
+	r := cache.NewReflector(lw, &corev1.Pod{}, &podWatchStore{w: w}, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	factory.Start(ctx.Done())
-	Expect(cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)).To(BeTrue())
+	t.Cleanup(cancel)
+	go r.RunWithContext(ctx)
+	select {
+	case <-w.synced:
+	case <-time.After(time.Minute):
+		t.Fatal("the pod watch did not list the pods within a minute")
+	}
 	return w
 }
+
+// podWatchStore is the reflector's store: it records what the reflector
+// sees in the podWatch, and keeps nothing else.
+type podWatchStore struct {
+	w    *podWatch
+	once sync.Once
+}
+
+func (s *podWatchStore) Add(obj any) error    { s.w.observe(obj, false); return nil }
+func (s *podWatchStore) Update(obj any) error { s.w.observe(obj, false); return nil }
+func (s *podWatchStore) Delete(obj any) error { s.w.observe(obj, true); return nil }
+
+// Replace is a relist: the listed pods replace the known ones at once.
+func (s *podWatchStore) Replace(list []any, _ string) error {
+	w := s.w
+	w.mu.Lock()
+	w.live, w.ready = map[types.UID]bool{}, map[types.UID]bool{}
+	for _, obj := range list {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			w.recordLocked(pod, false)
+		}
+	}
+	w.updateExtremesLocked()
+	w.mu.Unlock()
+	s.once.Do(func() { close(w.synced) })
+	return nil
+}
+
+func (s *podWatchStore) Resync() error                        { return nil }
+func (s *podWatchStore) List() []any                          { return nil }
+func (s *podWatchStore) ListKeys() []string                   { return nil }
+func (s *podWatchStore) Get(any) (any, bool, error)           { return nil, false, nil }
+func (s *podWatchStore) GetByKey(string) (any, bool, error)   { return nil, false, nil }
+func (s *podWatchStore) Bookmark(string)                      {}
+func (s *podWatchStore) LastStoreSyncResourceVersion() string { return "" }
 
 func (w *podWatch) observe(obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -66,6 +104,11 @@ func (w *podWatch) observe(obj any, deleted bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.recordLocked(pod, deleted)
+	w.updateExtremesLocked()
+}
+
+func (w *podWatch) recordLocked(pod *corev1.Pod, deleted bool) {
 	if _, ok := w.seen[pod.UID]; !ok {
 		w.seen[pod.UID] = w.phase
 	}
@@ -76,6 +119,9 @@ func (w *podWatch) observe(obj any, deleted bool) {
 		w.live[pod.UID] = isLive(pod)
 		w.ready[pod.UID] = isLive(pod) && isRunningAndReady(pod)
 	}
+}
+
+func (w *podWatch) updateExtremesLocked() {
 	if n := w.liveLocked(); n > w.maxLive {
 		w.maxLive = n
 	}
