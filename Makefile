@@ -259,9 +259,9 @@ bench: cluster-tools build ## Run the full benchmark (about 15 min on 2 cores); 
 	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
 
 .PHONY: bench-smoke
-bench-smoke: cluster-tools build ## Run small benchmark shapes once; fails on overshoot or a wrong pod count (about 2 min).
+bench-smoke: cluster-tools build ## Run small benchmark shapes once, with the request table; fails on overshoot or a wrong pod count (about 2 min).
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
-	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -smoke -out $(LOCALBIN)/bench-smoke $(BENCH_FLAGS)
+	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -smoke -requests -out $(LOCALBIN)/bench-smoke $(BENCH_FLAGS)
 
 ##@ Tools (built from the Go module proxy into bin/)
 

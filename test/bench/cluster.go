@@ -34,12 +34,18 @@ const (
 
 // startCluster starts the local cluster sized for the benchmark: nodes×5000
 // pod slots.
+// With requests, the API server logs the controllers' requests (see
+// requests.go).
 // With profiling, the API server serves /debug/pprof (the local cluster
 // turns it off by default; a later flag wins).
-func startCluster(ctx context.Context, binDir string, nodes int, profiling bool) (*localcluster.Cluster, error) {
+func startCluster(ctx context.Context, binDir string, nodes int, profiling, requests bool) (*localcluster.Cluster, error) {
 	var apiserverArgs []string
 	if profiling {
 		apiserverArgs = append(apiserverArgs, "--profiling=true")
+	}
+	var policy []byte
+	if requests {
+		policy = benchAuditPolicy()
 	}
 	return localcluster.Start(ctx, localcluster.Options{
 		APIServerArgs:          apiserverArgs,
@@ -49,7 +55,7 @@ func startCluster(ctx context.Context, binDir string, nodes int, profiling bool)
 		ControllerManagerBurst: componentBurst,
 		SchedulerQPS:           componentQPS,
 		SchedulerBurst:         componentBurst,
-		AuditPolicy:            benchAuditPolicy(),
+		AuditPolicy:            policy,
 		AuditLogMode:           "batch",
 		Out:                    os.Stderr,
 	})

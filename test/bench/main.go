@@ -61,7 +61,7 @@ type options struct {
 	replot                                   string
 	shapes, rolloutShapes                    []shape
 	runs, nodes                              int
-	smoke, rss                               bool
+	smoke, rss, requests                     bool
 	rssShape                                 shape
 	rssForeign                               int
 	phaseTimeout                             time.Duration
@@ -75,6 +75,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.runs, "runs", 3, "runs per shape and kind")
 	flag.StringVar(&o.out, "out", "docs", "directory for benchmarks.json and benchmarks.png")
 	flag.BoolVar(&o.smoke, "smoke", false, "small shapes (2x5,5x2,1x600), one run, no memory scenario; for CI")
+	flag.BoolVar(&o.requests, "requests", false, "log the controllers' requests in the API server's audit log and tabulate them by verb, resource and code (slows every phase down, both kinds alike)")
 	flag.BoolVar(&o.rss, "rss", false, "also run the memory scenario: the operator owning -rss-shape pods among -rss-foreign pods it does not own")
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
@@ -184,6 +185,7 @@ func violations(r report) []string {
 		case p.Created != p.Target:
 			out = append(out, fmt.Sprintf("PodSet %s run %d: %d pods created, target %d", p.Shape, p.Run, p.Created, p.Target))
 		}
+		out = append(out, unexplainedRequests(p)...)
 	}
 	if r.RSS != nil && r.RSS.Error != "" {
 		out = append(out, "memory scenario: "+r.RSS.Error)
@@ -208,7 +210,7 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		}
 	}
 
-	c, err := startCluster(ctx, o.binDir, o.nodes, o.profileDir != "")
+	c, err := startCluster(ctx, o.binDir, o.nodes, o.profileDir != "", o.requests)
 	if err != nil {
 		return rep, err
 	}
@@ -218,7 +220,10 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		}
 	}()
 	typedCfg, dynCfg := benchConfig(c)
-	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir(), audit: &auditReader{path: c.AuditLogPath()}}
+	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir()}
+	if o.requests {
+		b.audit = &auditReader{path: c.AuditLogPath()}
+	}
 	if b.cs, err = kubernetes.NewForConfig(typedCfg); err != nil {
 		return rep, err
 	}

@@ -174,10 +174,12 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	if err != nil {
 		return err
 	}
-	if err := b.audit.tally(res.Kind, upWindow, downWindow); err != nil {
-		return fmt.Errorf("reading the audit log: %w", err)
+	if b.audit != nil {
+		if err := b.audit.tally(res.Kind, upWindow, downWindow); err != nil {
+			return fmt.Errorf("reading the audit log: %w", err)
+		}
+		res.RequestsUp, res.RequestsDown = upWindow.tally, downWindow.tally
 	}
-	res.RequestsUp, res.RequestsDown = upWindow.tally, downWindow.tally
 
 	final := pw.counts()
 	res.MaxLive, res.Created = final.maxLive, final.created

@@ -234,3 +234,32 @@ func printRequestTable(w io.Writer, rows []requestRow) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Shape, r.Phase, r.Request, fmtNum(r.PodSet), fmtNum(r.ReplicaSet))
 	}
 }
+
+// explainedRequests are the requests the operator sends while it scales,
+// each for a reason docs/benchmarks.md gives ("Every request accounted
+// for"); a request of any other verb and resource fails the benchmark, so
+// that a new one is explained (or removed) before it lands.
+var explainedRequests = map[string]bool{
+	"create pods":                true, // one per pod
+	"delete pods":                true, // one per pod
+	"create controllerrevisions": true, // the PodSet's first template, once
+	"patch podsets/status":       true, // status, paced
+	"create events":              true, // one event per scaling step
+	"patch events":               true, // a repeated event's series
+}
+
+// unexplainedRequests lists the operator's requests in p that
+// explainedRequests does not.
+func unexplainedRequests(p phaseResult) []string {
+	var out []string
+	for dir, t := range map[string]requestTally{"scale-up": p.RequestsUp, "scale-down": p.RequestsDown} {
+		for k, n := range t {
+			f := strings.Fields(k)
+			if len(f) == 3 && !explainedRequests[f[0]+" "+f[1]] {
+				out = append(out, fmt.Sprintf("PodSet %s run %d %s: %d unexplained requests %q", p.Shape, p.Run, dir, n, k))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

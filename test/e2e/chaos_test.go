@@ -244,6 +244,9 @@ type chaosResult struct {
 	fault, scenario string
 	maxLive, bound  int
 	converge        time.Duration
+	// refConverge is the reference's (a ReplicaSet, or a Deployment)
+	// time to converge after the same fault; 0 if it did not.
+	refConverge time.Duration
 }
 
 // expectConverged waits until the PodSet is exactly right: n live pods,
@@ -294,9 +297,13 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	_, _, err := kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
 	expectConverged(t, ns, name, start)
+	ref := startReference(t, scenario, slug)
+	refFaultOver := make(chan time.Time, 1)
+	ref.measure(t.Context(), refFaultOver)
 
 	w.reset()
 	began := time.Now()
+	Expect(ref.change(t.Context())).To(Succeed())
 	if scenario == "scale" {
 		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, chaosReplicas))
 	} else {
@@ -312,8 +319,10 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		faultOver = time.Now()
 		step("fault over after %s", faultOver.Sub(began).Round(100*time.Millisecond))
 	}
+	refFaultOver <- faultOver
 	expectConverged(t, ns, name, chaosReplicas)
 	res.converge = time.Since(faultOver)
+	res.refConverge = ref.result(t)
 	res.maxLive, _ = w.stats()
 
 	if scenario == "scale" {
@@ -334,7 +343,8 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	res.maxLive = max(watched, audited)
 	// Gone before its namespace, whose deletion would race the operator.
 	mustKubectl(t, "delete", "podset", name, "-n", ns)
-	step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), converged %s after the fault", res.fault, scenario, res.maxLive, res.bound, watched, audited, res.converge.Round(100*time.Millisecond))
+	step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), converged %s after the fault (the %s reference: %s)", res.fault, scenario, res.maxLive, res.bound, watched, audited,
+		res.converge.Round(100*time.Millisecond), map[string]string{"scale": "ReplicaSet", "rollout": "Deployment"}[scenario], res.refConverge.Round(100*time.Millisecond))
 	Expect(res.maxLive).To(BeNumerically("<=", res.bound), "live pods above the bound")
 	return res
 }
@@ -364,12 +374,12 @@ func TestChaos(t *testing.T) {
 		}
 		results[k] = append(results[k], r)
 	}
-	baseline := map[string]time.Duration{}
+	baseline, refBaseline := map[string]time.Duration{}, map[string]time.Duration{}
 	for _, scenario := range []string{"scale", "rollout"} {
 		t.Run("undisturbed/"+scenario, func(t *testing.T) {
 			RegisterTestingT(t)
 			r := runScenario(t, scenario, nil, "none")
-			baseline[scenario] = r.converge
+			baseline[scenario], refBaseline[scenario] = r.converge, r.refConverge
 			record(r)
 		})
 	}
@@ -389,21 +399,36 @@ func TestChaos(t *testing.T) {
 	}
 
 	// One line per fault and scenario: the most live pods of all its
-	// runs, and the slowest convergence, which is what "every run" means.
-	fmt.Println("\n| fault | scenario | runs | most live pods (bound) | converged after the fault (slowest) | undisturbed | ratio |")
-	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	// runs, and the slowest convergence, which is what "every run" means;
+	// beside it the reference's slowest (ReplicaSet for scale, Deployment
+	// for rollout), "—" when it did not converge within the timeout.
+	fmt.Println("\n| fault | scenario | runs | most live pods (bound) | PodSet converged after the fault (slowest) | ratio to undisturbed | ReplicaSet or Deployment, same fault | its ratio |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|")
+	ratio := func(d, base time.Duration) string {
+		if d <= 0 || base <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", d.Seconds()/base.Seconds())
+	}
+	secs := func(d time.Duration) string {
+		if d <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
 	for _, k := range order {
 		rs := results[k]
 		worst := rs[0]
 		for _, r := range rs[1:] {
 			worst.maxLive = max(worst.maxLive, r.maxLive)
 			worst.converge = max(worst.converge, r.converge)
+			if r.refConverge == 0 || worst.refConverge == 0 {
+				worst.refConverge = 0
+			} else {
+				worst.refConverge = max(worst.refConverge, r.refConverge)
+			}
 		}
-		base := baseline[k.scenario]
-		ratio := ""
-		if base > 0 {
-			ratio = fmt.Sprintf("%.2f", worst.converge.Seconds()/base.Seconds())
-		}
-		fmt.Printf("| %s | %s | %d | %d (%d) | %.1f s | %.1f s | %s |\n", worst.fault, worst.scenario, len(rs), worst.maxLive, worst.bound, worst.converge.Seconds(), base.Seconds(), ratio)
+		fmt.Printf("| %s | %s | %d | %d (%d) | %s | %s | %s | %s |\n", worst.fault, worst.scenario, len(rs), worst.maxLive, worst.bound,
+			secs(worst.converge), ratio(worst.converge, baseline[k.scenario]), secs(worst.refConverge), ratio(worst.refConverge, refBaseline[k.scenario]))
 	}
 }
