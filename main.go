@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -101,6 +102,9 @@ func main() {
 	}
 
 	pods := controllers.NewPodIndex()
+	// The PodSet metrics read the PodSet informers' stores at scrape time.
+	podSetMetrics := controllers.NewPodSetMetrics()
+	ctrlmetrics.Registry.MustRegister(podSetMetrics)
 	cfg := ctrl.GetConfigOrDie()
 	// With leader election, the lease lock reports its renewals to a fence
 	// that stops a leader resumed after a pause from acting on what it knew
@@ -133,7 +137,7 @@ func main() {
 		// Set only with leader election; it makes the manager use this lock.
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
-		Cache:                               controllers.CacheOptions(namespaces, pods),
+		Cache:                               controllers.CacheOptions(namespaces, pods, podSetMetrics),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")

@@ -1,10 +1,16 @@
 package controllers
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
@@ -15,9 +21,19 @@ import (
 // The pod informers are built with the indexes of pods, which the
 // reconciler reads through without copies.
 // An empty namespaces list watches every namespace.
-func CacheOptions(namespaces []string, pods *PodIndex) cache.Options {
+//
+// The PodSet informers' stores go to podSets, the collector of the PodSet
+// metrics (nil for none).
+func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics) cache.Options {
+	newInformer := func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		informer := pods.newInformer(lw, obj, resync, indexers)
+		if _, isPodSet := obj.(*appv1alpha1.PodSet); isPodSet && podSets != nil {
+			podSets.addStore(informer.GetStore())
+		}
+		return informer
+	}
 	opts := cache.Options{
-		NewInformer:      pods.newInformer,
+		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: ManagedPodsSelector(), Transform: slimPod},

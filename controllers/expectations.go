@@ -45,12 +45,16 @@ type expectation struct {
 	uncertainUntil time.Time
 }
 
-// UncertainCreationTimeout bounds the wait for a pod whose create failed
-// without saying whether the pod was made (the connection broke, the
+// UncertainCreationTimeout bounds the blind wait for a pod whose create
+// failed without saying whether the pod was made (the connection broke, the
 // request timed out). If it was made, its event comes with the next watch or
-// relist, seconds later; if not, no event ever comes, and the PodSet must not
-// wait the whole expectations timeout for it.
-const UncertainCreationTimeout = 15 * time.Second
+// relist; if not, no event ever comes, and the PodSet must not wait the
+// whole expectations timeout for it. Once it has passed, the PodSet compares
+// its cached pods with the API server's before it acts
+// (pod_cache_check.go), so the wait can be short: the relist after an API
+// server restart may take a minute (client-go's reflector backoff), and a
+// fixed wait long enough for it would hold every such PodSet that long.
+const UncertainCreationTimeout = 3 * time.Second
 
 // expectationsKey identifies one PodSet in the expectations: by UID as well
 // as name, so that a PodSet deleted and recreated under the same name never
@@ -150,6 +154,18 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 		wait = min(wait, exp.uncertainUntil.Sub(now))
 	}
 	return max(0, wait)
+}
+
+// Expired reports whether key's writes are still pending after the whole
+// timeout: a watch event was lost, and the PodSet is about to act anyway.
+func (e *Expectations) Expired(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.items[key]
+	if !ok || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+		return false
+	}
+	return e.now().Sub(exp.setAt) >= e.timeout
 }
 
 // Doubtful reports whether key's wait ended only because creations whose

@@ -111,6 +111,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, live.Items); missing > 0 || extra > 0 {
+		podCacheBehind.Inc()
 		s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
 		logf.FromContext(ctx).Info("the pod cache is behind the API server; waiting for it",
 			"missingFromCache", missing, "goneFromServer", extra, "nextCheck", s.cacheRecheck)

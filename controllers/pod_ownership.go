@@ -96,6 +96,7 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet
 			continue
 		}
 		adopted = append(adopted, pod)
+		podsAdopted.Inc()
 	}
 	return adopted, false, kerrors.NewAggregate(errs)
 }
@@ -114,6 +115,9 @@ func (r *PodSetReconciler) releasePod(ctx context.Context, ps *appv1alpha1.PodSe
 	err := r.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing pod %s: %w", pod.Name, err)
+	}
+	if err == nil {
+		podsReleased.Inc()
 	}
 	return nil
 }

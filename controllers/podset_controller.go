@@ -210,10 +210,12 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		// Held back for a whole interval already: churn must not starve it.
 	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
 		r.statusPacer.scaled(s.key, now)
+		statusWritesSkipped.WithLabelValues("scaling").Inc()
 		return nil
 	default:
 		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
 			r.statusPacer.held(s.key, now)
+			statusWritesSkipped.WithLabelValues("paced").Inc()
 			return nil
 		}
 	}

@@ -56,6 +56,9 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	for i, pod := range step.victims {
 		uids[i] = pod.UID
 	}
+	if r.Expectations.Expired(s.key) {
+		expectationsExpired.Inc()
+	}
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
 	r.Expectations.Expect(s.key, creations, uids)
@@ -134,11 +137,15 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 			}
 			if mayHaveReachedServer(err) {
 				uncertain.Add(1)
+				podCreates.WithLabelValues("uncertain").Inc()
+			} else {
+				podCreates.WithLabelValues("failed").Inc()
 			}
 			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", eventNote("Error creating pod: "+err.Error()))
 			return err
 		}
 		created.Add(1)
+		podCreates.WithLabelValues("created").Inc()
 		return nil
 	})
 	s.outcome.issued += int(created.Load())
@@ -183,10 +190,13 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 			switch {
 			case err == nil:
 				deleted++
+				podDeletes.WithLabelValues("deleted").Inc()
 			case apierrors.IsNotFound(err):
 				// Already gone: its event may have come before we expected it.
+				podDeletes.WithLabelValues("gone").Inc()
 				r.Expectations.DeletionObserved(s.key, pod.UID)
 			default:
+				podDeletes.WithLabelValues("failed").Inc()
 				r.Expectations.DeletionObserved(s.key, pod.UID)
 				r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "%s", eventNote("Error deleting pod "+pod.Name+": "+err.Error()))
 				errs = append(errs, err)

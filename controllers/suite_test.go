@@ -38,6 +38,9 @@ var (
 	// that tests see what the server holds.
 	k8sClient client.Client
 	clientset kubernetes.Interface
+	// suitePodSetMetrics collects the PodSet metrics from the suite
+	// manager's cache.
+	suitePodSetMetrics = NewPodSetMetrics()
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
@@ -96,7 +99,7 @@ func runSuite(m *testing.M) int {
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(nil, pods),
+		Cache:                  CacheOptions(nil, pods, suitePodSetMetrics),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)

@@ -1,0 +1,170 @@
+package controllers
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// The operator's metrics, served with controller-runtime's on the manager's
+// metrics endpoint. docs/metrics.md is generated from the definitions below
+// (`make metrics-docs`); keep the help texts worth reading there.
+//
+// Two kinds:
+//   - what each PodSet is, named as kube-state-metrics names a ReplicaSet's
+//     (kube_replicaset_spec_replicas becomes podset_spec_replicas), so that
+//     dashboards and alerts written for ReplicaSets carry over. They are
+//     computed at scrape time from the manager's cache: no API call, and a
+//     PodSet's series disappear with it.
+//   - what the controller does: counters, incremented where it acts.
+
+// Labels of every per-PodSet series.
+var podSetLabels = []string{"namespace", "podset"}
+
+// PodSet state, one gauge per status field, as kube-state-metrics has them
+// for ReplicaSets.
+var (
+	descSpecReplicas = prometheus.NewDesc("podset_spec_replicas",
+		"Number of desired pods for a PodSet (spec.replicas).", podSetLabels, nil)
+	descStatusReplicas = prometheus.NewDesc("podset_status_replicas",
+		"Number of live pods of a PodSet (status.replicas).", podSetLabels, nil)
+	descStatusReadyReplicas = prometheus.NewDesc("podset_status_ready_replicas",
+		"Number of live pods of a PodSet that are Ready (status.readyReplicas).", podSetLabels, nil)
+	descStatusAvailableReplicas = prometheus.NewDesc("podset_status_available_replicas",
+		"Number of live pods of a PodSet that have been Ready for minReadySeconds (status.availableReplicas).", podSetLabels, nil)
+	descStatusUpdatedReplicas = prometheus.NewDesc("podset_status_updated_replicas",
+		"Number of live pods of a PodSet that run its current pod template (status.updatedReplicas).", podSetLabels, nil)
+	descStatusObservedGeneration = prometheus.NewDesc("podset_status_observed_generation",
+		"The generation of the PodSet's spec that its status describes (status.observedGeneration).", podSetLabels, nil)
+	descMetadataGeneration = prometheus.NewDesc("podset_metadata_generation",
+		"The generation of the PodSet's spec (metadata.generation).", podSetLabels, nil)
+	descStatusCondition = prometheus.NewDesc("podset_status_condition",
+		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
+		append(append([]string{}, podSetLabels...), "condition", "status"), nil)
+)
+
+// podSetStateDescs are the per-PodSet metrics, in documentation order.
+var podSetStateDescs = []*prometheus.Desc{
+	descSpecReplicas, descStatusReplicas, descStatusReadyReplicas, descStatusAvailableReplicas,
+	descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition,
+}
+
+// What the controller does.
+var (
+	podCreates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podset_operator_pod_creates_total",
+		Help: "Pod creates sent, by result: created; failed (refused or never sent); uncertain (the connection broke after sending: the pod may exist).",
+	}, []string{"result"})
+	podDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podset_operator_pod_deletes_total",
+		Help: "Pod deletes sent, by result: deleted; gone (the pod was already gone); failed.",
+	}, []string{"result"})
+	podsAdopted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podset_operator_pods_adopted_total",
+		Help: "Orphan pods whose labels match a PodSet, made its pods.",
+	})
+	podsReleased = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podset_operator_pods_released_total",
+		Help: "Pods a PodSet stopped controlling, because their labels no longer match it.",
+	})
+	expectationsExpired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podset_operator_expectations_expired_total",
+		Help: "Times a PodSet acted after waiting the whole expectations timeout for its own writes to show in the cache: a watch event was lost.",
+	})
+	podCacheBehind = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podset_operator_pod_cache_behind_total",
+		Help: "Checks of a PodSet's cached pods against the API server (after an uncertain create or a pause of the leader) that found the cache behind.",
+	})
+	statusWritesSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podset_operator_status_writes_skipped_total",
+		Help: "Status changes not written at once, by reason: scaling (counts that move while the PodSet scales, written when it settles); paced (held back until --status-write-interval has passed).",
+	}, []string{"reason"})
+)
+
+// controllerCollectors are the counters, in documentation order.
+var controllerCollectors = []prometheus.Collector{
+	podCreates, podDeletes, podsAdopted, podsReleased, expectationsExpired, podCacheBehind, statusWritesSkipped,
+}
+
+func init() {
+	metrics.Registry.MustRegister(controllerCollectors...)
+}
+
+// PodSetMetrics is the collector of the per-PodSet metrics. It reads the
+// PodSet informers' stores (one per watched namespace, or one for all), so
+// that a scrape copies no PodSet: with 10,000 PodSets a List through the
+// cache would copy each of them, status and pod names included, on every
+// scrape.
+type PodSetMetrics struct {
+	mu     sync.RWMutex
+	stores []toolscache.Store
+}
+
+// NewPodSetMetrics returns a collector with no store yet; CacheOptions hands
+// it the PodSet informers' stores as the manager builds them.
+func NewPodSetMetrics() *PodSetMetrics { return &PodSetMetrics{} }
+
+func (m *PodSetMetrics) addStore(s toolscache.Store) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stores = append(m.stores, s)
+}
+
+// Describe implements prometheus.Collector.
+func (m *PodSetMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range podSetStateDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *PodSetMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.RLock()
+	stores := m.stores
+	m.mu.RUnlock()
+	for _, store := range stores {
+		for _, obj := range store.List() {
+			if ps, ok := obj.(*appv1alpha1.PodSet); ok {
+				collectPodSet(ch, ps)
+			}
+		}
+	}
+}
+
+// podSetConditionTypes are the conditions reported for every PodSet, set or
+// not: a condition not set yet reads as unknown. kube-state-metrics reports
+// a ReplicaSet's condition as three series (value 1 for its status, 0 for
+// the two others); one series per condition, the one that would be 1,
+// answers the same queries (`podset_status_condition{status="true"} == 1`)
+// with a third of the series, which is most of a scrape's cost.
+var podSetConditionTypes = []string{
+	appv1alpha1.ConditionAvailable, appv1alpha1.ConditionProgressing, appv1alpha1.ConditionReplicaFailure,
+}
+
+func collectPodSet(ch chan<- prometheus.Metric, ps *appv1alpha1.PodSet) {
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{ps.Namespace, ps.Name}, extra...)...)
+	}
+	st := &ps.Status
+	gauge(descSpecReplicas, float64(ps.DesiredReplicas()))
+	gauge(descStatusReplicas, float64(st.Replicas))
+	gauge(descStatusReadyReplicas, float64(st.ReadyReplicas))
+	gauge(descStatusAvailableReplicas, float64(st.AvailableReplicas))
+	gauge(descStatusUpdatedReplicas, float64(st.UpdatedReplicas))
+	gauge(descStatusObservedGeneration, float64(st.ObservedGeneration))
+	gauge(descMetadataGeneration, float64(ps.Generation))
+	for _, t := range podSetConditionTypes {
+		status := metav1.ConditionUnknown
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
+			status = c.Status
+		}
+		gauge(descStatusCondition, 1, t, strings.ToLower(string(status)))
+	}
+}
