@@ -33,6 +33,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 OPERATOR_SDK_VERSION ?= v1.34.1
 OPM_VERSION ?= v1.60.0
 OLM_VERSION ?= v0.28.0
+# Prometheus and promtool: Debian's package, at this version.
+PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION
 
 LOCALBIN ?= $(CURDIR)/bin
@@ -40,6 +42,8 @@ LOCALBIN ?= $(CURDIR)/bin
 # also the KUBEBUILDER_ASSETS folder of envtest.
 K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)
 OLM_BIN ?= $(LOCALBIN)/olm-$(OLM_VERSION)-opm-$(OPM_VERSION)-sdk-$(OPERATOR_SDK_VERSION)
+PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
+PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -85,8 +89,20 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
+verify-generated: generate manifests metrics-docs ## Fail when generated files (deepcopy, CRD, RBAC, docs/metrics.md) differ from what is committed.
+	@git diff --exit-code -- api config docs/metrics.md || { echo "generated files are stale: run 'make generate manifests metrics-docs' and commit the result" >&2; exit 1; }
+
+.PHONY: metrics-docs
+metrics-docs: ## Regenerate docs/metrics.md, the table of the operator's metrics, from controllers/metrics.go.
+	$(GO) run ./hack/metrics-docs > docs/metrics.md
+
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL) ## Check the alerting rules (config/prometheus/prometheus_rule.yaml) and run their unit tests (test/prometheus/) with promtool.
+	rm -rf $(LOCALBIN)/alerts && mkdir -p $(LOCALBIN)/alerts
+	$(GO) run ./hack/prometheus-rules config/prometheus/prometheus_rule.yaml > $(LOCALBIN)/alerts/rules.yaml
+	cp test/prometheus/*_test.yaml $(LOCALBIN)/alerts/
+	$(PROMTOOL) check rules $(LOCALBIN)/alerts/rules.yaml
+	cd $(LOCALBIN)/alerts && $(PROMTOOL) test rules *_test.yaml
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin, with the race detector.
@@ -264,6 +280,9 @@ bench-smoke: cluster-tools build ## Run small benchmark shapes once, with the re
 	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -smoke -requests -out $(LOCALBIN)/bench-smoke $(BENCH_FLAGS)
 
 ##@ Tools (built from the Go module proxy into bin/)
+
+$(PROMTOOL):
+	hack/install-prometheus.sh $(PROMETHEUS_DEB_VERSION) $(PROMETHEUS_BIN)
 
 .PHONY: envtest-assets
 envtest-assets: $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd ## Build kube-apiserver and etcd for envtest.

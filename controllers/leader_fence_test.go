@@ -10,17 +10,77 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// fakeLock is a lease lock whose writes succeed or fail on demand.
+// fakeLock is a lease lock whose writes succeed or fail on demand, held by
+// holder, written updates times.
 type fakeLock struct {
 	resourcelock.Interface
-	fail bool
+	fail    bool
+	holder  string
+	updates int
 }
 
-func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+func (l *fakeLock) Update(_ context.Context, ler resourcelock.LeaderElectionRecord) error {
 	if l.fail {
 		return errors.New("the lease is held by another replica")
 	}
+	l.updates++
+	l.holder = ler.HolderIdentity
 	return nil
+}
+
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	return &resourcelock.LeaderElectionRecord{HolderIdentity: l.holder}, nil, nil
+}
+
+func (l *fakeLock) Identity() string { return "me" }
+
+// client-go's release decides whether this replica leads from what it knew
+// before reading the lease: a replica that lost its lease while paused
+// released its successor's lease on its way out. The lock refuses that.
+func TestFencedLockReleasesOnlyItsOwnLease(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	lock := &fakeLock{holder: "successor"}
+	wrapped := NewLeaderFence(2 * time.Second).Wrap(lock)
+
+	_, _, err := wrapped.Get(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrapped.Update(ctx, resourcelock.LeaderElectionRecord{})).To(MatchError(errNotTheHolder))
+	g.Expect(lock.updates).To(BeZero())
+	g.Expect(lock.holder).To(Equal("successor"))
+
+	// Its own lease it releases.
+	lock.holder = "me"
+	_, _, err = wrapped.Get(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrapped.Update(ctx, resourcelock.LeaderElectionRecord{})).To(Succeed())
+	g.Expect(lock.holder).To(BeEmpty())
+}
+
+// A leader that reads the lease held by another replica stops at once,
+// not at its renew deadline.
+func TestLeaderFenceClosesWhenAnotherReplicaHoldsTheLease(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := unitNow
+	f := NewLeaderFence(2 * time.Second)
+	f.now = func() time.Time { return clock }
+	f.lastTick = clock
+	lock := &fakeLock{holder: "me"}
+	wrapped := f.Wrap(lock)
+	g.Expect(wrapped.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
+	g.Expect(f.Allow()).To(Succeed())
+
+	clock = clock.Add(time.Second)
+	lock.holder = "successor"
+	_, _, err := wrapped.Get(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Allow()).To(MatchError(ErrFenced))
+
+	// Leading again: the fence opens with its next write of the lease.
+	clock = clock.Add(time.Second)
+	g.Expect(wrapped.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
+	g.Expect(f.Allow()).To(Succeed())
 }
 
 func TestLeaderFence(t *testing.T) {
@@ -50,13 +110,13 @@ func TestLeaderFence(t *testing.T) {
 
 	// The lease is another's now: the renewal fails, the fence holds.
 	lock.fail = true
-	g.Expect(wrapped.Update(context.Background(), resourcelock.LeaderElectionRecord{})).NotTo(Succeed())
+	g.Expect(wrapped.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).NotTo(Succeed())
 	g.Expect(f.Allow()).To(MatchError(ErrFenced))
 
 	// Still the leader after all: a successful renewal lifts the fence.
 	lock.fail = false
 	advance(time.Second)
-	g.Expect(wrapped.Update(context.Background(), resourcelock.LeaderElectionRecord{})).To(Succeed())
+	g.Expect(wrapped.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
 	g.Expect(f.Allow()).To(Succeed())
 	advance(100 * time.Millisecond)
 	g.Expect(f.Allow()).To(Succeed())

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -167,4 +168,79 @@ func collectPodSet(ch chan<- prometheus.Metric, ps *appv1alpha1.PodSet) {
 		}
 		gauge(descStatusCondition, 1, t, strings.ToLower(string(status)))
 	}
+}
+
+// MetricDoc describes one metric for docs/metrics.md.
+type MetricDoc struct {
+	Name, Type, Help string
+	Labels           []string
+}
+
+// MetricDocs describes every metric this operator adds to controller-runtime's,
+// in documentation order, from the definitions themselves: a registry
+// gathers them from a sample PodSet and a child of every counter.
+func MetricDocs() ([]MetricDoc, error) {
+	reg := prometheus.NewPedanticRegistry()
+	sample := NewPodSetMetrics()
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	if err := store.Add(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}); err != nil {
+		return nil, err
+	}
+	sample.addStore(store)
+	if err := reg.Register(sample); err != nil {
+		return nil, err
+	}
+	// Fresh counters of the same definitions, so that the process's own
+	// counts stay untouched.
+	var order []string
+	for _, d := range podSetStateDescs {
+		order = append(order, descName(d))
+	}
+	for _, c := range controllerCollectors {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		order = append(order, descName(<-ch))
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, vec := range []*prometheus.CounterVec{podCreates, podDeletes, statusWritesSkipped} {
+		vec.WithLabelValues("sample").Add(0)
+		defer vec.DeleteLabelValues("sample")
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]MetricDoc{}
+	for _, f := range families {
+		doc := MetricDoc{Name: f.GetName(), Type: strings.ToLower(f.GetType().String()), Help: f.GetHelp()}
+		if len(f.GetMetric()) > 0 {
+			for _, l := range f.GetMetric()[0].GetLabel() {
+				doc.Labels = append(doc.Labels, l.GetName())
+			}
+		}
+		byName[doc.Name] = doc
+	}
+	docs := make([]MetricDoc, 0, len(order))
+	for _, name := range order {
+		doc, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("metric %s was not gathered", name)
+		}
+		docs = append(docs, doc)
+	}
+	return docs, nil
+}
+
+// descName is the metric name in a Desc's String(): Desc{fqName: "name", ...}.
+func descName(d *prometheus.Desc) string {
+	s := d.String()
+	if i := strings.Index(s, `fqName: "`); i >= 0 {
+		s = s[i+len(`fqName: "`):]
+		if j := strings.IndexByte(s, '"'); j >= 0 {
+			return s[:j]
+		}
+	}
+	return s
 }

@@ -48,27 +48,6 @@ rules:
 // counted by its path.
 type requestTally map[string]int
 
-// total is the number of requests in t whose verb is one of verbs (all
-// when none is given).
-func (t requestTally) total(verbs ...string) int {
-	n := 0
-	for k, c := range t {
-		if len(verbs) == 0 {
-			n += c
-			continue
-		}
-		for _, v := range verbs {
-			if strings.HasPrefix(k, v+" ") {
-				n += c
-			}
-		}
-	}
-	return n
-}
-
-// writeVerbs are the verbs that change something.
-var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
-
 type auditRecord struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
