@@ -198,6 +198,10 @@ verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ differ from what 
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
+.PHONY: test-bundle-image
+test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/.
+	hack/test-bundle-image.sh
+
 .PHONY: bundle-push
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)

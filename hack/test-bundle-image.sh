@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the bundle image with `make bundle-build`, as a user would, with
+# buildah (Debian's package, installed when missing; no daemon, vfs storage,
+# chroot isolation), and checks that the image holds exactly what bundle/
+# holds. bundle.Dockerfile is FROM scratch, so this needs no base image.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v buildah >/dev/null; then
+  echo "installing Debian's buildah (apt-get; needs root)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends buildah >/dev/null ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends buildah >/dev/null; }
+fi
+export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
+img=localhost/podset-operator-bundle:test-$$
+make --no-print-directory bundle-build CONTAINER_TOOL=buildah BUNDLE_IMG="$img"
+ctr=$(buildah from "$img")
+cleanup() { buildah rm "$ctr" >/dev/null || true; buildah rmi "$img" >/dev/null || true; }
+trap cleanup EXIT
+root=$(buildah mount "$ctr")
+for d in manifests metadata tests/scorecard; do
+  diff -r "bundle/$d" "$root/$d"
+done
+# Nothing else: the three directories and their parents.
+extra=$(cd "$root" && find . -mindepth 1 | grep -v -E '^\./(manifests|metadata|tests)(/|$)' || true)
+[[ -z "$extra" ]] || { echo "unexpected files in the bundle image:" >&2; echo "$extra" >&2; exit 1; }
+labels=$(buildah inspect --format '{{index .OCIv1.Config.Labels "operators.operatorframework.io.bundle.package.v1"}}' "$img")
+[[ "$labels" == podset-operator ]] || { echo "bundle image package label is '$labels'" >&2; exit 1; }
+echo "bundle image $img: holds exactly bundle/ (manifests, metadata, tests/scorecard)"
