@@ -254,9 +254,10 @@ demo: cluster-tools build ## Run the operator on a local cluster, apply the samp
 	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager
 
 .PHONY: test-e2e
-test-e2e: cluster-tools build $(KUSTOMIZE) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC.
+test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it.
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
+	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus \
 	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 

@@ -1,0 +1,290 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+// metricsJob is the job name of the operator's metrics in Prometheus: the
+// name of the metrics Service, which is what the ServiceMonitor makes it,
+// and what the alerts select on.
+const metricsJob = "podset-operator-controller-manager-metrics-service"
+
+// TestMetricsWithPrometheus runs a real Prometheus (Debian's, the version
+// the Makefile pins) against the operator's authenticated HTTPS metrics
+// endpoint, as the ServiceMonitor asks: a ServiceAccount token bound to the
+// metrics-reader ClusterRole. It loads the shipped alerting rules (with
+// their `for` durations cut to 0, which promtool's unit tests cover), drives
+// a PodSet into a quota failure and out of it, and follows the metrics and
+// the PodSetReplicaFailure alert through Prometheus's HTTP API. It runs
+// after TestOperator, whose least-privilege check must see only that suite.
+func TestMetricsWithPrometheus(t *testing.T) {
+	RegisterTestingT(t)
+	promBin := os.Getenv("PROMETHEUS")
+	Expect(promBin).NotTo(BeEmpty(), "PROMETHEUS is not set: run the suite with `make test-e2e`")
+
+	// A scraper allowed to read the metrics, and one that is not.
+	monitoring := newNamespace(t, "monitoring", nil)
+	for _, sa := range []string{"prometheus", "stranger"} {
+		Expect(env.admin.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: monitoring, Name: sa}})).To(Succeed())
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-prometheus-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podset-operator-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: monitoring, Name: "prometheus"}},
+	}
+	Expect(env.admin.Create(t.Context(), binding)).To(Succeed())
+	t.Cleanup(func() { _ = env.admin.Delete(t.Context(), binding) })
+	token := func(sa string) string {
+		cfg, err := env.cluster.ServiceAccountConfig(t.Context(), monitoring, sa, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		return cfg.BearerToken
+	}
+	allowed, stranger := token("prometheus"), token("stranger")
+
+	// The operator, this time with its metrics served as in a cluster:
+	// HTTPS, authenticated and authorized by the API server.
+	port, err := localcluster.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	env.operator.stop()
+	op := &operatorProcess{
+		bin:        env.operator.bin,
+		kubeconfig: env.operator.kubeconfig,
+		logPath:    filepath.Join(env.cluster.LogDir(), "operator-metrics.log"),
+		args:       []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port)},
+	}
+	Expect(op.start()).To(Succeed())
+	t.Cleanup(func() {
+		op.stop()
+		Expect(env.operator.start()).To(Succeed())
+	})
+	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	// The manager's certificate is self-signed unless one is mounted, as
+	// the ServiceMonitor's insecureSkipVerify says.
+	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the manager's own self-signed certificate
+	get := func(bearer string) (int, error) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, metricsURL, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := insecure.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	Eventually(func() (int, error) { return get(allowed) }).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).
+		Should(Equal(http.StatusOK), "the metrics endpoint with an allowed token")
+	Expect(get("")).To(Equal(http.StatusUnauthorized), "no token")
+	Expect(get(stranger)).To(Equal(http.StatusForbidden), "a token whose ServiceAccount lacks the metrics-reader role")
+	step("metrics endpoint: 200 with the metrics-reader token, 401 without a token, 403 for another ServiceAccount")
+
+	prom := startPrometheus(t, promBin, port, allowed)
+
+	// A PodSet of 3 in a namespace whose quota allows one pod.
+	ns := newNamespace(t, "metrics-quota", nil)
+	setNamedQuota(t, ns, "pods", 1)
+	manifest := "apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: web}\nspec: {replicas: 3}\n"
+	_, _, err = kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
+	Expect(err).NotTo(HaveOccurred())
+	sel := fmt.Sprintf(`namespace=%q, podset="web"`, ns)
+
+	Eventually(func() (float64, error) { return prom.value(t, fmt.Sprintf(`up{job=%q}`, metricsJob)) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0), "Prometheus scrapes the operator")
+	Eventually(func() (float64, error) { return prom.value(t, `podset_spec_replicas{`+sel+`}`) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
+	Eventually(func() (float64, error) {
+		return prom.value(t, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="true"}`)
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
+	Eventually(func() ([]string, error) { return prom.firing(t, ns) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainElement("PodSetReplicaFailure"))
+	Expect(prom.value(t, `podset_status_replicas{`+sel+`}`)).To(Equal(1.0))
+	Expect(prom.value(t, `sum(podset_operator_pod_creates_total{result="failed"})`)).To(BeNumerically(">", 0))
+	step("quota refusing pods: ReplicaFailure true in Prometheus, PodSetReplicaFailure firing")
+
+	// The quota lifted: the PodSet converges, the alert resolves.
+	setNamedQuota(t, ns, "pods", 100)
+	Eventually(func() (float64, error) { return prom.value(t, `podset_status_available_replicas{`+sel+`}`) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
+	Eventually(func() (float64, error) {
+		return prom.value(t, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="false"}`)
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
+	Eventually(func() ([]string, error) { return prom.firing(t, ns) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).ShouldNot(ContainElement("PodSetReplicaFailure"))
+	step("quota lifted: 3 available, ReplicaFailure false, the alert resolved")
+
+	// A PodSet's series go with it.
+	mustKubectl(t, "delete", "podset", "web", "-n", ns)
+	Eventually(func() (float64, error) { return prom.value(t, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(0.0))
+}
+
+func setNamedQuota(t *testing.T, ns, name string, pods int64) {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
+	if err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(q), q); err != nil {
+		q.Spec.Hard = hard
+		Expect(env.admin.Create(t.Context(), q)).To(Succeed())
+		return
+	}
+	q.Spec.Hard = hard
+	Expect(env.admin.Update(t.Context(), q)).To(Succeed())
+}
+
+type prometheus struct{ api string }
+
+// startPrometheus runs Prometheus scraping the operator's metrics on port
+// every second with the bearer token, and evaluating the shipped rules
+// every second with their `for` durations cut to 0.
+func startPrometheus(t *testing.T, bin string, metricsPort int, bearer string) *prometheus {
+	dir := filepath.Join(env.cluster.WorkDir(), "prometheus")
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(bearer), 0o600)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, "rules.yaml"), immediateRules(), 0o644)).To(Succeed())
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yaml]
+scrape_configs:
+- job_name: %s
+  honor_labels: true
+  scheme: https
+  tls_config: {insecure_skip_verify: true}
+  authorization: {credentials_file: token}
+  static_configs: [{targets: ["127.0.0.1:%d"], labels: {namespace: %s}}]
+`, metricsJob, metricsPort, env.operatorNS)
+	Expect(os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644)).To(Succeed())
+	port, err := localcluster.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	proc, err := localcluster.StartProcess("prometheus", bin, []string{
+		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+	}, nil, filepath.Join(env.cluster.LogDir(), "prometheus.log"))
+	Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = proc.Stop() })
+	p := &prometheus{api: fmt.Sprintf("http://127.0.0.1:%d/api/v1", port)}
+	Eventually(func() error { _, err := p.get(t, "/status/buildinfo"); return err }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Prometheus did not start; see prometheus.log")
+	step("Prometheus up on 127.0.0.1:%d, scraping https://127.0.0.1:%d/metrics with the metrics-reader token", port, metricsPort)
+	return p
+}
+
+// immediateRules is config/prometheus/prometheus_rule.yaml as a rule file,
+// each rule's `for` set to 0s.
+func immediateRules() []byte {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "prometheus_rule.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var rule struct {
+		Spec struct {
+			Groups []map[string]any `json:"groups"`
+		} `json:"spec"`
+	}
+	Expect(yaml.Unmarshal(data, &rule)).To(Succeed())
+	Expect(rule.Spec.Groups).NotTo(BeEmpty())
+	for _, g := range rule.Spec.Groups {
+		rules, _ := g["rules"].([]any)
+		for _, r := range rules {
+			if m, ok := r.(map[string]any); ok {
+				m["for"] = "0s"
+			}
+		}
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": rule.Spec.Groups})
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func (p *prometheus) get(t *testing.T, path string) (json.RawMessage, error) {
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, p.api+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string          `json:"status"`
+		Data   json.RawMessage `json:"data"`
+		Error  string          `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", path, body.Error)
+	}
+	return body.Data, nil
+}
+
+// value is the single value of an instant query; an error when it returns
+// no series or more than one.
+func (p *prometheus) value(t *testing.T, query string) (float64, error) {
+	data, err := p.get(t, "/query?query="+url.QueryEscape(query))
+	if err != nil {
+		return 0, err
+	}
+	var res struct {
+		Result []struct {
+			Value [2]any `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return 0, err
+	}
+	if len(res.Result) != 1 {
+		return 0, fmt.Errorf("%s: %d series", query, len(res.Result))
+	}
+	s, _ := res.Result[0].Value[1].(string)
+	var v float64
+	_, err = fmt.Sscan(s, &v)
+	return v, err
+}
+
+// firing lists the alerts firing for namespace ns.
+func (p *prometheus) firing(t *testing.T, ns string) ([]string, error) {
+	data, err := p.get(t, "/alerts")
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Alerts []struct {
+			Labels map[string]string `json:"labels"`
+			State  string            `json:"state"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, a := range res.Alerts {
+		if a.State == "firing" && a.Labels["namespace"] == ns {
+			names = append(names, a.Labels["alertname"])
+		}
+	}
+	return names, nil
+}
