@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -139,6 +140,9 @@ func setUp(ctx context.Context) error {
 	if err := installOLMCRDs(ctx); err != nil {
 		return err
 	}
+	if err := installMonitoringCRDs(ctx); err != nil {
+		return err
+	}
 	if err := createNamespace(ctx, olmNamespace); err != nil {
 		return err
 	}
@@ -230,6 +234,30 @@ func installOLMCRDs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// installMonitoringCRDs creates the ServiceMonitor and PrometheusRule CRDs
+// (testdata/monitoring-crds.yaml) that the bundle's Prometheus objects need.
+func installMonitoringCRDs(ctx context.Context) error {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "test", "olm", "testdata", "monitoring-crds.yaml"))
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := dec.Decode(crd); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("monitoring-crds.yaml: %w", err)
+		}
+		if err := k8s.Create(ctx, crd); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+		if err := waitEstablished(ctx, crd.Name); err != nil {
+			return err
+		}
+	}
 }
 
 func waitEstablished(ctx context.Context, name string) error {

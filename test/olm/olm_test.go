@@ -21,6 +21,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -124,6 +126,18 @@ func exercise(t *testing.T, m mode) {
 
 	csv := waitForSucceededCSV(t, ctx, sub)
 	t.Logf("CSV %s/%s is Succeeded", csv.Namespace, csv.Name)
+
+	// OLM installed the bundle's Prometheus objects beside the operator.
+	for kind, name := range map[string]string{
+		"ServiceMonitor": "podset-operator-controller-manager-metrics-monitor",
+		"PrometheusRule": "podset-operator-rules",
+	} {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: kind})
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: m.operatorNS, Name: name}, obj); err != nil {
+			t.Fatalf("the bundle's %s %s/%s: %v", kind, m.operatorNS, name, err)
+		}
+	}
 
 	// What the manager's WATCH_NAMESPACE fieldRef resolves to.
 	dep := &appsv1.Deployment{}
