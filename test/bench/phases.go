@@ -175,7 +175,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 		return err
 	}
 	if b.audit != nil {
-		if err := b.audit.tally(res.Kind, upWindow, downWindow); err != nil {
+		if err := b.audit.tally(res.Kind, ns, upWindow, downWindow); err != nil {
 			return fmt.Errorf("reading the audit log: %w", err)
 		}
 		res.RequestsUp, res.RequestsDown = upWindow.tally, downWindow.tally

@@ -58,6 +58,7 @@ type auditRecord struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
@@ -112,11 +113,12 @@ type window struct {
 }
 
 // tally reads the events logged since the last read and counts those of
-// kind's controller received within each window. Events outside every
-// window (between phases) are skipped. Once a phase has read its windows,
+// kind's controller received within each window, in namespace ns or in no
+// namespace. Events outside every window (between phases), and those about
+// other namespaces (the previous phase's, being deleted), are skipped. Once a phase has read its windows,
 // their events are behind the reader: read each phase's windows once, after
 // the phase.
-func (a *auditReader) tally(kind string, windows ...*window) error {
+func (a *auditReader) tally(kind, ns string, windows ...*window) error {
 	f, err := os.Open(a.path)
 	if err != nil {
 		return err
@@ -141,6 +143,9 @@ func (a *auditReader) tally(kind string, windows ...*window) error {
 		a.offset += int64(len(line))
 		var rec auditRecord
 		if json.Unmarshal(line, &rec) != nil || !isController(kind, rec) {
+			continue
+		}
+		if rec.ObjectRef != nil && rec.ObjectRef.Namespace != "" && rec.ObjectRef.Namespace != ns {
 			continue
 		}
 		for _, w := range windows {
