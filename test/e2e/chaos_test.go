@@ -29,9 +29,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -208,7 +206,7 @@ var faults = []fault{
 			if i%2 == 0 {
 				pods = 5
 			}
-			setQuota(t, ns, pods)
+			setQuota(t, ns, "flap", pods)
 			time.Sleep(3 * time.Second)
 		}
 		Expect(env.admin.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}})).To(Succeed())
@@ -229,18 +227,6 @@ func deleteFraction(t *testing.T, ns, name string, fraction float64) {
 	for _, p := range pods[:n] {
 		_ = env.admin.Delete(t.Context(), &p)
 	}
-}
-
-func setQuota(t *testing.T, ns string, pods int64) {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}}
-	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
-	if err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(q), q); err != nil {
-		q.Spec.Hard = hard
-		Expect(env.admin.Create(t.Context(), q)).To(Succeed())
-		return
-	}
-	q.Spec.Hard = hard
-	Expect(env.admin.Update(t.Context(), q)).To(Succeed())
 }
 
 // chaosResult is one scenario run.

@@ -17,6 +17,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -245,4 +247,18 @@ func (o *operatorProcess) printLogTail(n int) {
 		}
 	}
 	fmt.Printf("----- last %d lines of %s -----\n%s\n", n, o.logPath, strings.Join(lines, "\n"))
+}
+
+// setQuota creates or changes ResourceQuota ns/name to allow this many pods.
+// A merge patch, not an update: the quota controller writes the quota's
+// status all the time, and an update would meet its conflicts.
+func setQuota(t *testing.T, ns, name string, pods int64) {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}}}
+	err := env.admin.Create(t.Context(), q)
+	if apierrors.IsAlreadyExists(err) {
+		patch := []byte(fmt.Sprintf(`{"spec":{"hard":{"pods":"%d"}}}`, pods))
+		err = env.admin.Patch(t.Context(), q, client.RawPatch(types.MergePatchType, patch))
+	}
+	Expect(err).NotTo(HaveOccurred())
 }

@@ -18,9 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/podset-operator/test/localcluster"
@@ -106,7 +104,7 @@ func TestMetricsWithPrometheus(t *testing.T) {
 
 	// A PodSet of 3 in a namespace whose quota allows one pod.
 	ns := newNamespace(t, "metrics-quota", nil)
-	setNamedQuota(t, ns, "pods", 1)
+	setQuota(t, ns, "pods", 1)
 	manifest := "apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: web}\nspec: {replicas: 3}\n"
 	_, _, err = kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
@@ -126,7 +124,7 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	step("quota refusing pods: ReplicaFailure true in Prometheus, PodSetReplicaFailure firing")
 
 	// The quota lifted: the PodSet converges, the alert resolves.
-	setNamedQuota(t, ns, "pods", 100)
+	setQuota(t, ns, "pods", 100)
 	Eventually(func() (float64, error) { return prom.value(t, `podset_status_available_replicas{`+sel+`}`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
 	Eventually(func() (float64, error) {
@@ -140,18 +138,6 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	mustKubectl(t, "delete", "podset", "web", "-n", ns)
 	Eventually(func() (float64, error) { return prom.value(t, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(0.0))
-}
-
-func setNamedQuota(t *testing.T, ns, name string, pods int64) {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
-	if err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(q), q); err != nil {
-		q.Spec.Hard = hard
-		Expect(env.admin.Create(t.Context(), q)).To(Succeed())
-		return
-	}
-	q.Spec.Hard = hard
-	Expect(env.admin.Update(t.Context(), q)).To(Succeed())
 }
 
 type prometheus struct{ api string }

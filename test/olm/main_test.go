@@ -22,6 +22,7 @@ package olm_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -246,7 +247,7 @@ func installMonitoringCRDs(ctx context.Context) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := dec.Decode(crd); err == io.EOF {
+		if err := dec.Decode(crd); errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("monitoring-crds.yaml: %w", err)
