@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -48,7 +50,7 @@ var (
 		"The generation of the PodSet's spec (metadata.generation).", podSetLabels, nil)
 	descStatusCondition = prometheus.NewDesc("podset_status_condition",
 		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
-		append(append([]string{}, podSetLabels...), "condition", "status"), nil)
+		[]string{"condition", "namespace", "podset", "status"}, nil)
 )
 
 // podSetStateDescs are the per-PodSet metrics, in documentation order.
@@ -125,16 +127,49 @@ func (m *PodSetMetrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. It sends each family's series in
+// the order the registry sorts them in (by label values: namespace, podset;
+// condition first for the conditions): the registry's sort then finds them
+// sorted, which with 10,000 PodSets was two fifths of a scrape's CPU.
 func (m *PodSetMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.RLock()
 	stores := m.stores
 	m.mu.RUnlock()
+	var podSets []*appv1alpha1.PodSet
 	for _, store := range stores {
 		for _, obj := range store.List() {
 			if ps, ok := obj.(*appv1alpha1.PodSet); ok {
-				collectPodSet(ch, ps)
+				podSets = append(podSets, ps)
 			}
+		}
+	}
+	slices.SortFunc(podSets, func(a, b *appv1alpha1.PodSet) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	gauges := []struct {
+		desc  *prometheus.Desc
+		value func(*appv1alpha1.PodSet) int64
+	}{
+		{descSpecReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.DesiredReplicas()) }},
+		{descStatusReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.Replicas) }},
+		{descStatusReadyReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.ReadyReplicas) }},
+		{descStatusAvailableReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.AvailableReplicas) }},
+		{descStatusUpdatedReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.UpdatedReplicas) }},
+		{descStatusObservedGeneration, func(ps *appv1alpha1.PodSet) int64 { return ps.Status.ObservedGeneration }},
+		{descMetadataGeneration, func(ps *appv1alpha1.PodSet) int64 { return ps.Generation }},
+	}
+	for _, g := range gauges {
+		for _, ps := range podSets {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.value(ps)), ps.Namespace, ps.Name)
+		}
+	}
+	for _, t := range podSetConditionTypes {
+		for _, ps := range podSets {
+			status := metav1.ConditionUnknown
+			if c := meta.FindStatusCondition(ps.Status.Conditions, t); c != nil {
+				status = c.Status
+			}
+			ch <- prometheus.MustNewConstMetric(descStatusCondition, prometheus.GaugeValue, 1, t, ps.Namespace, ps.Name, strings.ToLower(string(status)))
 		}
 	}
 }
@@ -147,27 +182,6 @@ func (m *PodSetMetrics) Collect(ch chan<- prometheus.Metric) {
 // with a third of the series, which is most of a scrape's cost.
 var podSetConditionTypes = []string{
 	appv1alpha1.ConditionAvailable, appv1alpha1.ConditionProgressing, appv1alpha1.ConditionReplicaFailure,
-}
-
-func collectPodSet(ch chan<- prometheus.Metric, ps *appv1alpha1.PodSet) {
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{ps.Namespace, ps.Name}, extra...)...)
-	}
-	st := &ps.Status
-	gauge(descSpecReplicas, float64(ps.DesiredReplicas()))
-	gauge(descStatusReplicas, float64(st.Replicas))
-	gauge(descStatusReadyReplicas, float64(st.ReadyReplicas))
-	gauge(descStatusAvailableReplicas, float64(st.AvailableReplicas))
-	gauge(descStatusUpdatedReplicas, float64(st.UpdatedReplicas))
-	gauge(descStatusObservedGeneration, float64(st.ObservedGeneration))
-	gauge(descMetadataGeneration, float64(ps.Generation))
-	for _, t := range podSetConditionTypes {
-		status := metav1.ConditionUnknown
-		if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
-			status = c.Status
-		}
-		gauge(descStatusCondition, 1, t, strings.ToLower(string(status)))
-	}
 }
 
 // MetricDoc describes one metric for docs/metrics.md.
