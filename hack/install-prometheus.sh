@@ -6,7 +6,13 @@
 set -euo pipefail
 version=$1 dest=$2
 
-installed() { dpkg-query -W -f='${Version}' prometheus 2>/dev/null || true; }
+# The version of the installed package; empty when it is not installed (a
+# removed package keeps its version in dpkg's records until purged).
+installed() {
+  if [[ "$(dpkg-query -W -f='${Status}' prometheus 2>/dev/null)" == "install ok installed" && -x /usr/bin/promtool ]]; then
+    dpkg-query -W -f='${Version}' prometheus
+  fi
+}
 if [[ "$(installed)" != "$version" ]]; then
   echo "installing Debian's prometheus $version (apt-get; needs root)" >&2
   export DEBIAN_FRONTEND=noninteractive
