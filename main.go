@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,7 +116,12 @@ func main() {
 	)
 	if enableLeaderElection {
 		fence = controllers.NewLeaderFence(controllers.DefaultFenceThreshold)
-		inner, err := leaderelection.NewResourceLock(cfg, noLeaderElectionEvents{}, leaderelection.Options{
+		// The lock gets a copy of the config: controller-runtime's
+		// NewResourceLock sets its User-Agent ("leader-election") on
+		// the config it is given, and the lease must be renewed
+		// without the fence below, which would otherwise keep a
+		// fenced leader from ever renewing.
+		inner, err := leaderelection.NewResourceLock(rest.CopyConfig(cfg), noLeaderElectionEvents{}, leaderelection.Options{
 			LeaderElection:          true,
 			LeaderElectionID:        leaderElectionID,
 			LeaderElectionNamespace: leaderElectionNamespace,
@@ -125,6 +131,10 @@ func main() {
 			os.Exit(1)
 		}
 		lock = fence.Wrap(inner)
+		// Every write of the manager asks the fence just before it is sent.
+		cfg.Wrap(fence.WrapTransport)
+		// The chaos tests tell which replica leads by this identity.
+		setupLog.Info("leader election", "identity", lock.Identity())
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,

@@ -3,10 +3,18 @@ package controllers
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -120,4 +128,64 @@ func TestLeaderFence(t *testing.T) {
 	g.Expect(f.Allow()).To(Succeed())
 	advance(100 * time.Millisecond)
 	g.Expect(f.Allow()).To(Succeed())
+}
+
+// The pause can fall between a worker's check of the fence and its request:
+// the transport asks the fence again just before the request leaves, and a
+// refused write is never sent and counts as not made.
+func TestFencedTransportRefusesWritesAfterAPause(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	defer srv.Close()
+	sent := func(method string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[method]
+	}
+
+	clock := unitNow
+	f := NewLeaderFence(2 * time.Second)
+	f.now = func() time.Time { return clock }
+	f.lastTick = clock
+	pods := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, WrapTransport: f.WrapTransport}).CoreV1().Pods("ns")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
+
+	_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodPost)).To(Equal(1))
+
+	// A worker passes the reconcile's check, and the process is paused
+	// before its request leaves.
+	g.Expect(f.Allow()).To(Succeed())
+	clock = clock.Add(20 * time.Second)
+	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).To(MatchError(ErrFenced))
+	g.Expect(mayHaveReachedServer(err)).To(BeFalse(), "a refused create made no pod")
+	g.Expect(sent(http.MethodPost)).To(Equal(1), "the refused create reached the server")
+
+	// Reads go on: a standby's or a fenced replica's caches stay warm.
+	_, err = pods.List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodGet)).To(Equal(1))
+
+	// Once the lease is renewed, writes go through again.
+	clock = clock.Add(time.Second)
+	f.renewed()
+	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodPost)).To(Equal(2))
 }

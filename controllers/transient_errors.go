@@ -86,10 +86,11 @@ func isTransportError(err error) bool {
 		utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err)
 }
 
-// neverSent reports whether a transport failure happened before any
-// connection to the API server was made.
+// neverSent reports whether a transport failure happened before the request
+// left this process: no connection could be made, or the fence refused it.
 func neverSent(err error) bool {
-	if utilnet.IsConnectionRefused(err) {
+	// The fence refuses a write before it is sent (LeaderFence.WrapTransport).
+	if utilnet.IsConnectionRefused(err) || errors.Is(err, ErrFenced) {
 		return true
 	}
 	var opErr *net.OpError

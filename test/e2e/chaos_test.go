@@ -28,8 +28,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -89,30 +91,46 @@ func startReplicas(t *testing.T) {
 	waitForLeader(t, 0)
 }
 
-// leads reports whether the replica holds the lease: its log, since it was
-// last started, says it acquired the lease.
-func (o *operatorProcess) leads() bool {
+// identity is the leader election identity the replica's current process
+// logged at its start, "" if none.
+func (o *operatorProcess) identity() string {
 	if !o.running() {
-		return false
+		return ""
 	}
 	f, err := os.Open(o.logPath)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer f.Close()
-	acquired := false
+	id := ""
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for s.Scan() {
 		switch line := s.Text(); {
 		case strings.HasPrefix(line, "----- operator started"):
-			acquired = false
-		case strings.Contains(strings.ToLower(line), "successfully acquired lease"):
-			acquired = true
+			id = ""
+		case strings.Contains(line, `"msg":"leader election"`):
+			if m := identityRE.FindStringSubmatch(line); m != nil {
+				id = m[1]
+			}
 		}
 	}
-	return acquired
+	return id
 }
+
+var identityRE = regexp.MustCompile(`"identity":"([^"]+)"`)
+
+// leaseHolder is the identity the leader election Lease names.
+func leaseHolder(ctx context.Context) string {
+	lease := &coordinationv1.Lease{}
+	if err := env.admin.Get(ctx, types.NamespacedName{Namespace: env.operatorNS, Name: leaderElectionID}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// leaderElectionID is the name of the operator's Lease (main.go).
+const leaderElectionID = "podset-operator.app.example.com"
 
 // pid is the process ID of the replica's current process, 0 if none.
 func (o *operatorProcess) pid() int {
@@ -130,8 +148,12 @@ func (o *operatorProcess) pid() int {
 func waitForLeader(t *testing.T, notPID int) *operatorProcess {
 	var leader *operatorProcess
 	Eventually(func() bool {
+		// The Lease, not a replica's log, says who leads: a leader
+		// resumed after a pause still logs nothing for up to its renew
+		// deadline (10 s) before it exits, while another one leads.
+		holder := leaseHolder(t.Context())
 		for _, p := range replicas {
-			if pid := p.pid(); pid != 0 && pid != notPID && p.leads() {
+			if pid := p.pid(); pid != 0 && pid != notPID && holder != "" && p.identity() == holder {
 				leader = p
 				return true
 			}
