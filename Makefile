@@ -243,15 +243,29 @@ UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
 # A control plane on loopback (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) with kwok nodes: see docs/local-cluster.md.
 
+# NODE=real runs one real node (kubelet + containerd, needs root) instead of
+# the kwok nodes: see docs/local-cluster.md, "A real node".
+NODE ?= kwok
+NODE_IMAGES ?= $(LOCALBIN)/node-images
+ifeq ($(NODE),real)
+NODE_TOOLS = real-node-tools
+NODE_FLAGS = --real-node --node-images $(NODE_IMAGES)
+endif
+
 .PHONY: local-cluster
-local-cluster: cluster-tools ## Start a local cluster with kwok nodes, print its KUBECONFIG; Ctrl-C stops it.
+local-cluster: cluster-tools $(NODE_TOOLS) ## Start a local cluster with kwok nodes (NODE=real: one real node), print its KUBECONFIG; Ctrl-C stops it.
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
-	$(LOCALBIN)/localcluster --bin-dir $(K8S_BIN)
+	$(LOCALBIN)/localcluster --bin-dir $(K8S_BIN) $(NODE_FLAGS)
+
+.PHONY: local-cluster-cleanup
+local-cluster-cleanup: ## Remove what a crashed real node left on this host (bridge, firewall rules, cgroups, mounts, processes).
+	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
+	$(LOCALBIN)/localcluster --cleanup
 
 .PHONY: demo
-demo: cluster-tools build ## Run the operator on a local cluster, apply the sample, show the result; Ctrl-C stops everything.
+demo: cluster-tools build $(NODE_TOOLS) ## Run the operator on a local cluster (NODE=real: on a real node), apply the sample, show the result; Ctrl-C stops everything.
 	$(GO) build -o $(LOCALBIN)/demo ./hack/demo
-	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager
+	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager $(NODE_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it.
@@ -266,6 +280,13 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
+
+.PHONY: test-real-node
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## Run the operand on a real node (kubelet, containerd; needs root): restricted pods really running, logs, exec, crash loops, deletion, the network guard; the host restored after.
+	$(GO) vet -tags e2e,realnode ./test/e2e/
+	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
+	  NODE_IMAGES=$(NODE_IMAGES) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
+	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
 
 ##@ Benchmarks
 
@@ -297,6 +318,15 @@ cluster-tools: envtest-assets $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube
 
 $(K8S_BIN)/%:
 	hack/build-tool.sh $* $(K8S_BIN)
+
+.PHONY: real-node-tools
+real-node-tools: $(K8S_BIN)/kubelet $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.
+	hack/install-real-node.sh
+
+# The images the real node runs (pause, busybox), built from test/images/.
+$(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
+	hack/install-real-node.sh
+	hack/build-node-images.sh $(NODE_IMAGES)
 
 $(OLM_BIN)/%:
 	hack/build-tool.sh $* $(OLM_BIN)

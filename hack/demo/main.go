@@ -38,6 +38,8 @@ func run() error {
 	manager := flag.String("manager", "bin/manager", "the operator binary")
 	sample := flag.String("sample", "config/samples/app_v1alpha1_podset.yaml", "the PodSet to apply")
 	crdDir := flag.String("crd-dir", "config/crd/bases", "the CRD manifests")
+	realNode := flag.Bool("real-node", false, "run one real node (kubelet, containerd; needs root) instead of the kwok nodes, so that the pods really run")
+	nodeImages := flag.String("node-images", "bin/node-images", "with --real-node: the image archives to import into the node")
 	flag.Parse()
 	exitAfterReady := os.Getenv("DEMO_EXIT_AFTER_READY") == "1"
 
@@ -45,7 +47,15 @@ func run() error {
 	defer stop()
 
 	banner("starting a local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: *binDir, Out: os.Stdout})
+	opts := localcluster.Options{BinDir: *binDir, Out: os.Stdout}
+	if *realNode {
+		node, err := localcluster.RealNodeImages(*nodeImages)
+		if err != nil {
+			return err
+		}
+		opts.RealNode = node
+	}
+	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -112,15 +122,27 @@ The operator is running (log: %s). In another shell, try:
   kubectl patch podset podset-sample --type=merge -p '{"spec":{"replicas":2}}'
   kubectl delete pod -l app.example.com/podset=podset-sample --wait=false
   kubectl delete podset podset-sample
-
+%s
 Press Ctrl-C here to stop the operator and the cluster.
-`, opLog, c.KubeconfigPath(), mustAbs(*binDir))
+`, opLog, c.KubeconfigPath(), mustAbs(*binDir), realNodeHint(*realNode))
 	select {
 	case <-ctx.Done():
 	case <-op.Done():
 		return errors.New("the operator exited; see " + opLog)
 	}
 	return nil
+}
+
+// realNodeHint shows what a real node adds: the pods' processes.
+func realNodeHint(real bool) string {
+	if !real {
+		return ""
+	}
+	return `
+On the real node the containers run; look at one:
+  kubectl logs -l app.example.com/podset=podset-sample --prefix
+  kubectl exec $(kubectl get pods -l app.example.com/podset=podset-sample -o name | head -1) -- id
+`
 }
 
 func banner(s string) { fmt.Printf("\n==> %s\n", s) }

@@ -1,6 +1,6 @@
 // Command localcluster starts a local Kubernetes control plane with kwok
-// nodes (see test/localcluster), prints the KUBECONFIG to use, and stops
-// everything on Ctrl-C or SIGTERM.
+// nodes, or one real node (see test/localcluster), prints the KUBECONFIG to
+// use, and stops everything on Ctrl-C or SIGTERM.
 //
 //	go run ./hack/localcluster --bin-dir bin/k8s-v1.37.0-etcd-v3.6.16-kwok-v0.8.0
 package main
@@ -23,12 +23,32 @@ func main() {
 	flag.BoolVar(&opts.KeepWorkDir, "keep", false, "keep the temporary work directory after exit, for reading the logs")
 	flag.IntVar(&opts.Nodes, "nodes", 3, "number of kwok nodes")
 	flag.IntVar(&opts.PodsPerNode, "pods-per-node", 5000, "pods capacity of each node")
+	realNode := flag.Bool("real-node", false, "run one real node (kubelet, containerd; needs root and hack/install-real-node.sh) instead of the kwok nodes")
+	images := flag.String("node-images", "bin/node-images", "with --real-node: the directory of image archives to import into the node (hack/build-node-images.sh)")
+	cleanup := flag.Bool("cleanup", false, "remove what a crashed real node left on this host (bridge, firewall rules, cgroups, mounts, processes), then exit")
 	cmQPS := flag.Float64("controller-manager-qps", 100, "kube-controller-manager --kube-api-qps")
 	schedQPS := flag.Float64("scheduler-qps", 200, "kube-scheduler client QPS")
 	flag.Parse()
 	opts.ControllerManagerQPS = float32(*cmQPS)
 	opts.SchedulerQPS = float32(*schedQPS)
 	opts.Out = os.Stderr
+	if *cleanup {
+		if err := localcluster.Cleanup(func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)
+		}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *realNode {
+		node, err := localcluster.RealNodeImages(*images)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.RealNode = node
+	}
 
 	// The first signal starts an orderly stop; a second one (impatient
 	// Ctrl-C) restores the default action and kills us, and Pdeathsig then

@@ -65,7 +65,15 @@ func TestMain(m *testing.M) {
 }
 
 // run sets the suite up, runs it and always tears down what it started.
-func run(m *testing.M) int {
+// clusterOptions change the local cluster's options before it starts: the
+// real-node suite puts its node there.
+var clusterOptions []func(*localcluster.Options) error
+
+// afterClusterStop run once the cluster has stopped; an error fails the run
+// (the real-node suite checks that the host is as it was).
+var afterClusterStop []func() error
+
+func run(m *testing.M) (code int) {
 	ctx := context.Background()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -96,14 +104,28 @@ func run(m *testing.M) int {
 
 	step("starting the local cluster")
 	workDir := envOr("E2E_WORK_DIR", "")
-	c, err := localcluster.Start(ctx, localcluster.Options{
+	opts := localcluster.Options{
 		BinDir:      binDir,
 		WorkDir:     workDir,
 		KeepWorkDir: os.Getenv("E2E_KEEP") != "",
 		Nodes:       3,
 		AuditPolicy: auditPolicy(env.operatorNS, env.operatorSA),
 		Out:         os.Stdout,
-	})
+	}
+	for _, change := range clusterOptions {
+		if err := change(&opts); err != nil {
+			return fail(err)
+		}
+	}
+	defer func() {
+		for _, check := range afterClusterStop {
+			if err := check(); err != nil {
+				fmt.Fprintln(os.Stderr, "FAIL after the cluster stopped:", err)
+				code = 1
+			}
+		}
+	}()
+	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -112,6 +134,7 @@ func run(m *testing.M) int {
 		step("stopping the local cluster")
 		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			code = 1
 		}
 	}()
 	if env.admin, err = client.New(c.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
@@ -145,7 +168,7 @@ func run(m *testing.M) int {
 	}
 	defer env.operator.stop()
 
-	code := m.Run()
+	code = m.Run()
 	if code != 0 {
 		env.operator.printLogTail(60)
 		fmt.Printf("component logs: %s (set E2E_KEEP=1 to keep them)\n", c.LogDir())

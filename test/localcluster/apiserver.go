@@ -43,6 +43,27 @@ func (c *Cluster) apiserverArgs() ([]string, error) {
 		"--profiling=false",
 		"--v=1",
 	}
+	if c.opts.RealNode != nil {
+		// kubectl logs, exec and port-forward go through the API server
+		// to the kubelet, at the node's address, verified by the CA.
+		cert, key, err := c.pki.clientCert("kube-apiserver-kubelet-client", "system:masters")
+		if err != nil {
+			return nil, err
+		}
+		certFile, keyFile := c.pki.path("apiserver-kubelet-client.crt"), c.pki.path("apiserver-kubelet-client.key")
+		if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args,
+			"--kubelet-client-certificate="+certFile,
+			"--kubelet-client-key="+keyFile,
+			"--kubelet-certificate-authority="+c.pki.path(caCertFile),
+			"--kubelet-preferred-address-types=InternalIP",
+		)
+	}
 	if len(c.opts.AuditPolicy) > 0 {
 		policy := filepath.Join(c.workDir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, c.opts.AuditPolicy, 0o600); err != nil {

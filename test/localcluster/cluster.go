@@ -23,6 +23,8 @@ type Cluster struct {
 	pki         *pki
 	ports       clusterPorts
 	admin       *rest.Config
+	// node is the real node, when Options.RealNode is set.
+	node *realNode
 
 	mu      sync.Mutex
 	procs   []*Process // in start order
@@ -78,6 +80,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		// A failed attempt's processes must go before the next one takes
 		// new ports; what they say on the way out changes nothing.
+		if c.node != nil {
+			_ = Cleanup(c.logf)
+		}
 		_ = c.stopProcesses()
 		var exited errExited
 		if !errors.As(err, &exited) || attempt == startAttempts || ctx.Err() != nil {
@@ -87,7 +92,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.logf("start failed (%v); retrying with new ports", err)
 	}
 	c.logf("cluster ready in %s: %d nodes, API server %s, logs in %s",
-		time.Since(began).Round(time.Second), opts.Nodes, c.admin.Host, c.LogDir())
+		time.Since(began).Round(time.Second), len(c.nodeNames()), c.admin.Host, c.LogDir())
 	return c, nil
 }
 
@@ -141,23 +146,42 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if args, err = c.kwokArgs(); err != nil {
-		return err
-	}
-	env, err := c.kwokEnv()
-	if err != nil {
-		return err
-	}
-	kwok, err := c.run(ctx, "kwok", args, env)
-	if err != nil {
-		return err
-	}
-	all := []*Process{etcd, apiserver, kcm, scheduler, kwok}
-	for _, hc := range []struct {
+	all := []*Process{etcd, apiserver, kcm, scheduler}
+	checks := []struct {
 		name string
 		port int
 		tls  bool
-	}{{"kube-controller-manager", c.ports.controllerManager, true}, {"kube-scheduler", c.ports.scheduler, true}, {"kwok", c.ports.kwok, false}} {
+	}{{"kube-controller-manager", c.ports.controllerManager, true}, {"kube-scheduler", c.ports.scheduler, true}}
+	if c.opts.RealNode == nil {
+		if args, err = c.kwokArgs(); err != nil {
+			return err
+		}
+		env, err := c.kwokEnv()
+		if err != nil {
+			return err
+		}
+		kwok, err := c.run(ctx, "kwok", args, env)
+		if err != nil {
+			return err
+		}
+		all = append(all, kwok)
+		checks = append(checks, struct {
+			name string
+			port int
+			tls  bool
+		}{"kwok", c.ports.kwok, false})
+	} else {
+		if err := c.startRealNode(ctx); err != nil {
+			return err
+		}
+		all = append(all, c.Component("containerd"), c.Component("kubelet"))
+		checks = append(checks, struct {
+			name string
+			port int
+			tls  bool
+		}{"kubelet", c.ports.kubeletHealthz, false})
+	}
+	for _, hc := range checks {
 		scheme := "http"
 		if hc.tls {
 			scheme = "https"
@@ -167,11 +191,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 
-	c.logf("registering %d kwok nodes", c.opts.Nodes)
-	if err := createNodes(ctx, admin, c.opts.Nodes, c.opts.PodsPerNode); err != nil {
-		return err
+	if c.opts.RealNode == nil {
+		c.logf("registering %d kwok nodes", c.opts.Nodes)
+		if err := createNodes(ctx, admin, c.opts.Nodes, c.opts.PodsPerNode); err != nil {
+			return err
+		}
 	}
-	if err := waitFor(ctx, "nodes Ready", all, nodesReady(admin, c.opts.Nodes)); err != nil {
+	if err := waitFor(ctx, "nodes Ready", all, nodesReady(admin, c.nodeNames())); err != nil {
 		return err
 	}
 	// Pods are refused in a namespace until the service-account controller
@@ -217,6 +243,8 @@ func (c *Cluster) writeKubeconfigs() error {
 		// kwok acts as the kubelet of every fake node at once; the Node
 		// authorizer would confine a node identity to one node.
 		{c.componentKubeconfig("kwok"), "kwok", []string{"system:masters"}},
+		// The real node's kubelet, under the Node authorizer like any.
+		{c.componentKubeconfig("kubelet"), "system:node:" + RealNodeName, []string{"system:nodes"}},
 	}
 	for _, id := range identities {
 		cert, key, err := c.pki.clientCert(id.user, id.groups...)
@@ -251,7 +279,11 @@ func (c *Cluster) Stop() error {
 	if already {
 		return nil
 	}
-	err := c.stopProcesses()
+	var err error
+	if c.node != nil {
+		err = c.node.stop(c)
+	}
+	err = errors.Join(err, c.stopProcesses())
 	if c.ownsWorkDir && !c.opts.KeepWorkDir {
 		if rmErr := os.RemoveAll(c.workDir); rmErr != nil {
 			err = errors.Join(err, rmErr)
@@ -269,6 +301,9 @@ func (c *Cluster) stopProcesses() error {
 	c.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
+		if exited, _ := procs[i].Exited(); exited {
+			continue // the real node's, stopped first
+		}
 		c.logf("stopping %s", procs[i].name)
 		errs = append(errs, procs[i].Stop())
 	}

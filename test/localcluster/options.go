@@ -21,6 +21,9 @@ type Options struct {
 
 	// Nodes is the number of fake (kwok) Nodes; default 3.
 	Nodes int
+	// RealNode, when set, runs one real node (kubelet, containerd) instead
+	// of the kwok nodes; see RealNode. It needs root.
+	RealNode *RealNode
 	// PodsPerNode is each Node's pods capacity; default 5000 so that
 	// benchmarks with 10,000+ pods fit on a few Nodes.
 	PodsPerNode int

@@ -44,12 +44,15 @@ func FreePort() (int, error) {
 // clusterPorts are the loopback ports of one cluster.
 type clusterPorts struct {
 	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int
+	// The real node's kubelet: its API (on the node's address, which has
+	// the same free ports as loopback) and its health endpoint.
+	kubelet, kubeletHealthz int
 }
 
 func pickPorts() (clusterPorts, error) {
-	p, err := freePorts(6)
+	p, err := freePorts(8)
 	if err != nil {
 		return clusterPorts{}, err
 	}
-	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5]}, nil
+	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}, nil
 }

@@ -79,13 +79,13 @@ func apiserverReady(cs kubernetes.Interface) func(context.Context) error {
 	}
 }
 
-// nodesReady checks that the first n fake nodes report Ready and have lost
-// the not-ready taint the node lifecycle controller puts on new nodes (the
+// nodesReady checks that the nodes report Ready and have lost the
+// not-ready taint the node lifecycle controller puts on new nodes (the
 // scheduler would not place pods there before).
-func nodesReady(cs kubernetes.Interface, n int) func(context.Context) error {
+func nodesReady(cs kubernetes.Interface, names []string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		for i := range n {
-			node, err := cs.CoreV1().Nodes().Get(ctx, NodeName(i), metav1.GetOptions{})
+		for _, name := range names {
+			node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the images that the local cluster's real node runs but cannot pull
+# here, from the Dockerfiles in test/images/, with buildah (Debian's; no
+# daemon): each becomes a docker-archive in OUTDIR, under the name pods use,
+# for containerd to import.
+#   - registry.k8s.io/pause:3.10: the pod sandbox, a static Go binary
+#     (test/images/pause);
+#   - docker.io/library/busybox:1.37.0: the operand's default image, from
+#     Debian's busybox-static (1.35: the name is the one the operator uses,
+#     the content is what Debian ships).
+# The Makefile rebuilds them only when they are missing or older than
+# their sources: `make real-node-tools` is fast the second time.
+#   hack/build-node-images.sh OUTDIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+
+if ! command -v buildah >/dev/null; then
+  echo "installing Debian's buildah (apt-get; needs root)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends buildah >/dev/null ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends buildah >/dev/null; }
+fi
+export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# image ARCHIVE NAME CONTEXT DOCKERFILE: build, save, and drop it from
+# buildah's storage (nothing left in /var/lib/containers).
+image() {
+  local archive=$1 name=$2 context=$3 dockerfile=$4
+  buildah bud --quiet -f "$dockerfile" -t "$name" "$context" >/dev/null
+  rm -f "$out/$archive.tmp"
+  buildah push --quiet "$name" "docker-archive:$out/$archive.tmp:$name" >/dev/null
+  buildah rmi "$name" >/dev/null
+  mv "$out/$archive.tmp" "$out/$archive"
+  echo "built $name into $out/$archive"
+}
+
+mkdir -p "$work/pause"
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/pause/pause" ./test/images/pause
+image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile
+
+[[ -x /bin/busybox ]] || { echo "no /bin/busybox: run hack/install-real-node.sh" >&2; exit 1; }
+mkdir -p "$work/busybox/rootfs/bin" "$work/busybox/rootfs/tmp"
+cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
+for applet in $(/bin/busybox --list); do
+  [[ "$applet" == busybox ]] || ln -s busybox "$work/busybox/rootfs/bin/$applet"
+done
+chmod 1777 "$work/busybox/rootfs/tmp"
+image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile

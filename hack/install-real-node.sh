@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what a real node of the local cluster needs (test/localcluster,
+# Options.RealNode) from Debian's packages, when it is missing: containerd and
+# its ctr client, runc, the CNI plugins (bridge, host-local, loopback),
+# iptables, and busybox-static (the operand image's stand-in is made from
+# it). Needs root. Versions are Debian bookworm's; the node was verified with
+# containerd 1.6.20 and runc 1.1.5.
+#   hack/install-real-node.sh
+set -euo pipefail
+
+packages=(containerd runc containernetworking-plugins iptables busybox-static)
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing Debian's ${missing[*]} (apt-get; needs root)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; then
+    apt-get update >/dev/null
+    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+# The packages enable a containerd service; the local cluster runs its own,
+# with its own state directories. Do not leave the system one running where
+# an init system could start it.
+if command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+  systemctl disable --now containerd >/dev/null 2>&1 || true
+fi
+for b in /usr/bin/containerd /usr/bin/ctr /usr/sbin/runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback /bin/busybox; do
+  [[ -x "$b" ]] || { echo "missing $b after installing ${packages[*]}" >&2; exit 1; }
+done
+echo "real node: $(containerd --version | awk '{print $1, $3}'), $(runc --version | head -1)"

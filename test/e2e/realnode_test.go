@@ -1,0 +1,471 @@
+//go:build e2e && realnode
+
+package e2e
+
+// The real-node suite (`make test-real-node`): the local cluster runs one
+// real node, a kubelet with containerd, instead of the kwok nodes, and the
+// operand's containers really run. Under kwok a pod is Ready without any
+// process; here the suite looks at the processes themselves, from the host:
+// their user, their root filesystem, their seccomp mode. It needs root; the
+// Makefile target installs the Debian packages and builds the kubelet and
+// the node's images first.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+func init() {
+	var before hostSnapshot
+	clusterOptions = append(clusterOptions, func(o *localcluster.Options) error {
+		node, err := localcluster.RealNodeImages(envOr("NODE_IMAGES", filepath.Join("..", "..", "bin", "node-images")))
+		if err != nil {
+			return err
+		}
+		o.RealNode = node
+		// A run that crashed left the host changed: put it back first
+		// (the cluster's start would), then take the host as it is.
+		if err := localcluster.Cleanup(nil); err != nil {
+			return err
+		}
+		before, err = snapshotHost()
+		return err
+	})
+	afterClusterStop = append(afterClusterStop, func() error {
+		after, err := snapshotHost()
+		if err != nil {
+			return err
+		}
+		if diff := before.diff(after); diff != "" {
+			return fmt.Errorf("the real node left the host changed:\n%s", diff)
+		}
+		step("the host is as it was before the real node: %s", after)
+		return nil
+	})
+}
+
+func TestRealNode(t *testing.T) {
+	RegisterTestingT(t)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"DefaultOperandRunsRestricted", testRealDefaultOperand},
+		{"CustomImageRunsRestricted", testRealCustomImage},
+		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
+		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
+		{"NothingLeavesTheMachine", testRealNodeGuard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			RegisterTestingT(t)
+			tc.run(t)
+		})
+	}
+}
+
+// newRealPodSet creates a PodSet in a new namespace that enforces the
+// restricted profile.
+func newRealPodSet(t *testing.T, nsName string, replicas int32, mutate func(*appv1alpha1.PodSetSpec)) *appv1alpha1.PodSet {
+	t.Helper()
+	ns := newNamespace(t, nsName, restricted)
+	ps := &appv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
+		Spec:       appv1alpha1.PodSetSpec{Replicas: ptr.To(replicas)},
+	}
+	if mutate != nil {
+		mutate(&ps.Spec)
+	}
+	Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
+	return ps
+}
+
+// waitRunning waits until the PodSet has n live pods whose containers have
+// started, and its status reports them all ready and available.
+func waitRunning(t *testing.T, ps *appv1alpha1.PodSet, n int) []corev1.Pod {
+	t.Helper()
+	step("waiting for %d pods of %s/%s to run on the real node", n, ps.Namespace, ps.Name)
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		pods = livePods(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(pods).To(HaveLen(n))
+		for i := range pods {
+			p := &pods[i]
+			g.Expect(p.Spec.NodeName).To(Equal(localcluster.RealNodeName))
+			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s is not Running and Ready: %s", p.Name, podState(p))
+			g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+			cs := p.Status.ContainerStatuses[0]
+			g.Expect(cs.State.Running).NotTo(BeNil(), "container of %s is not running", p.Name)
+			g.Expect(cs.ContainerID).To(HavePrefix("containerd://"))
+		}
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(n))
+		g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(n))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return pods
+}
+
+func podState(p *corev1.Pod) string {
+	s := string(p.Status.Phase)
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			s += fmt.Sprintf(", %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+		}
+		if x := cs.State.Terminated; x != nil {
+			s += fmt.Sprintf(", %s terminated: %s (exit %d)", cs.Name, x.Reason, x.ExitCode)
+		}
+	}
+	return s
+}
+
+// containerProcess is what the host's /proc says of a container's main
+// process.
+type containerProcess struct {
+	uid, gid   string // effective IDs
+	noNewPrivs string
+	seccomp    string // 2: filter
+	capEff     string
+	rootRO     bool // its root filesystem is mounted read-only
+}
+
+// inspectContainer finds the process of the pod's container through the
+// node's containerd and reads its /proc entries.
+func inspectContainer(g Gomega, p *corev1.Pod) containerProcess {
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	sock := filepath.Join(env.cluster.WorkDir(), "node", "containerd.sock")
+	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	pid := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == id {
+			pid = f[1]
+		}
+	}
+	g.Expect(pid).NotTo(BeEmpty(), "no containerd task for container %s:\n%s", id, out)
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var cp containerProcess
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "Uid:":
+			cp.uid = f[2]
+		case "Gid:":
+			cp.gid = f[2]
+		case "NoNewPrivs:":
+			cp.noNewPrivs = f[1]
+		case "Seccomp:":
+			cp.seccomp = f[1]
+		case "CapEff:":
+			cp.capEff = f[1]
+		}
+	}
+	mounts, err := os.Open(filepath.Join("/proc", pid, "mountinfo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer mounts.Close()
+	s := bufio.NewScanner(mounts)
+	for s.Scan() {
+		// mount ID, parent, major:minor, root, mount point, options...
+		if f := strings.Fields(s.Text()); len(f) > 5 && f[4] == "/" {
+			cp.rootRO = strings.HasPrefix(f[5], "ro,") || f[5] == "ro"
+		}
+	}
+	return cp
+}
+
+// expectRestricted checks, from the host, that each pod's container runs as
+// the operand's UID (65532), without privileges, under seccomp's
+// RuntimeDefault filter, on a read-only root filesystem.
+func expectRestricted(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	for i := range pods {
+		p := &pods[i]
+		Eventually(func(g Gomega) {
+			cp := inspectContainer(g, p)
+			g.Expect(cp.uid).To(Equal("65532"), "effective UID of %s", p.Name)
+			g.Expect(cp.noNewPrivs).To(Equal("1"), "no_new_privs of %s", p.Name)
+			g.Expect(cp.seccomp).To(Equal("2"), "seccomp mode of %s (2: filter)", p.Name)
+			g.Expect(cp.capEff).To(Equal("0000000000000000"), "effective capabilities of %s", p.Name)
+			g.Expect(cp.rootRO).To(BeTrue(), "root filesystem of %s is writable", p.Name)
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		step("pod %s: UID 65532, no_new_privs, seccomp filter, no capabilities, read-only root", p.Name)
+	}
+}
+
+// testRealDefaultOperand: the default operand (busybox, `sleep 3600`) runs
+// in a restricted namespace, and kubectl logs and exec reach it.
+func testRealDefaultOperand(t *testing.T) {
+	ps := newRealPodSet(t, "real-default", 2, nil)
+	pods := waitRunning(t, ps, 2)
+	expectRestricted(t, pods)
+
+	step("kubectl exec into %s: the user, and a write to the root filesystem refused", pods[0].Name)
+	out := mustKubectl(t, "exec", "-n", ps.Namespace, pods[0].Name, "--", "id", "-u")
+	Expect(strings.TrimSpace(out)).To(Equal("65532"))
+	_, stderr, err := kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--", "touch", "/probe")
+	Expect(err).To(HaveOccurred(), "a write to / succeeded")
+	Expect(stderr).To(ContainSubstring("Read-only file system"))
+	// /tmp is the scratch space the operator mounts.
+	mustKubectl(t, "exec", "-n", ps.Namespace, pods[0].Name, "--", "touch", "/tmp/probe")
+}
+
+// testRealCustomImage: another image than the default one (the node's
+// pause image, a Go binary with no shell) runs restricted too, and a
+// custom command's output reaches kubectl logs.
+func testRealCustomImage(t *testing.T) {
+	ps := newRealPodSet(t, "real-custom", 1, func(s *appv1alpha1.PodSetSpec) {
+		s.Image = "registry.k8s.io/pause:3.10"
+	})
+	expectRestricted(t, waitRunning(t, ps, 1))
+
+	step("a custom command's output, through kubectl logs")
+	logs := newRealPodSet(t, "real-logs", 1, func(s *appv1alpha1.PodSetSpec) {
+		s.Image = "docker.io/library/busybox:1.37.0"
+		s.Command = []string{"sh", "-c", "echo operand says hello; exec sleep 3600"}
+	})
+	pods := waitRunning(t, logs, 1)
+	Eventually(func(g Gomega) {
+		out, _, err := kubectl(t.Context(), "logs", "-n", logs.Namespace, pods[0].Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(ContainSubstring("operand says hello"))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// testRealCrashLoop: a container that exits is restarted by the kubelet in
+// the same pod (restartPolicy Always), the PodSet counts the pod as neither
+// ready nor available and does not replace it: what the ReplicaSet
+// controller does with a crash-looping pod. (Between two crashes the
+// container runs for a moment, and without a readiness probe the pod is
+// Ready for that moment; minReadySeconds keeps such a pod from ever
+// counting as available, for the PodSet as for a ReplicaSet.)
+func testRealCrashLoop(t *testing.T) {
+	ps := newRealPodSet(t, "real-crash", 1, func(s *appv1alpha1.PodSetSpec) {
+		s.Image = "docker.io/library/busybox:1.37.0"
+		s.Command = []string{"sh", "-c", "echo starting; sleep 1; exit 3"}
+		s.MinReadySeconds = 10
+	})
+	step("waiting for the kubelet to restart the crashing container")
+	var first corev1.Pod
+	Eventually(func(g Gomega) {
+		pods := livePods(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(pods).To(HaveLen(1))
+		first = pods[0]
+		g.Expect(first.Status.ContainerStatuses).To(HaveLen(1))
+		cs := first.Status.ContainerStatuses[0]
+		g.Expect(cs.RestartCount).To(BeNumerically(">=", 2), "restarts so far (%s)", podState(&first))
+		g.Expect(cs.LastTerminationState.Terminated).NotTo(BeNil())
+		g.Expect(cs.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(3))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	step("the PodSet reports 1 pod, not ready while it waits to restart")
+	Eventually(func(g Gomega) {
+		pods := livePods(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(pods).To(HaveLen(1))
+		w := pods[0].Status.ContainerStatuses[0].State.Waiting
+		g.Expect(w).NotTo(BeNil(), "container state: %s", podState(&pods[0]))
+		g.Expect(w.Reason).To(Equal("CrashLoopBackOff"))
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.Replicas).To(BeEquivalentTo(1))
+		g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(0))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	step("never available, and the same pod all along")
+	Consistently(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.Replicas).To(BeEquivalentTo(1))
+		g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(0))
+		g.Expect(conditionStatus(got, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionFalse))
+		pods := livePods(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].UID).To(Equal(first.UID), "the crashing pod was replaced")
+	}).WithContext(t.Context()).WithTimeout(15 * time.Second).WithPolling(poll).Should(Succeed())
+}
+
+// testRealDeletion: deleting a PodSet deletes its pods through the garbage
+// collector (the pods' owner references), and their containers stop within
+// the pods' grace period. The default operand's `sleep`, PID 1 of its
+// container, ignores SIGTERM, so the kubelet waits the whole grace period
+// (30 s) and then kills it.
+func testRealDeletion(t *testing.T) {
+	ps := newRealPodSet(t, "real-delete", 2, nil)
+	pods := waitRunning(t, ps, 2)
+	grace := time.Duration(*pods[0].Spec.TerminationGracePeriodSeconds) * time.Second
+
+	step("deleting %s/%s; its pods must be gone within their grace period (%s)", ps.Namespace, ps.Name, grace)
+	start := time.Now()
+	Expect(env.admin.Delete(t.Context(), ps)).To(Succeed())
+	Eventually(func(g Gomega) {
+		for i := range pods {
+			err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(&pods[i]), &corev1.Pod{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "pod %s still exists (%v)", pods[i].Name, err)
+		}
+	}).WithContext(t.Context()).WithTimeout(grace + 20*time.Second).WithPolling(poll).Should(Succeed())
+	step("pods gone %s after the PodSet's deletion", time.Since(start).Round(100*time.Millisecond))
+
+	// And their processes with them: no containerd task of theirs is left.
+	for i := range pods {
+		id := strings.TrimPrefix(pods[i].Status.ContainerStatuses[0].ContainerID, "containerd://")
+		sock := filepath.Join(env.cluster.WorkDir(), "node", "containerd.sock")
+		Eventually(func(g Gomega) {
+			out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls", "-q").Output()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strings.Fields(string(out))).NotTo(ContainElement(id))
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}
+}
+
+// testRealNodeGuard: a pod's packets for an address beyond the node's
+// bridge are dropped by the node's guard, even with forwarding on. The
+// address is one this test creates: a network namespace with a veth pair,
+// a stand-in for "outside"; nothing is sent to any other machine.
+func testRealNodeGuard(t *testing.T) {
+	const outsideNS, hostEnd, outsideEnd = "lc-guard-test", "lcguard0", "lcguard1"
+	run := func(args ...string) {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s: %s", strings.Join(args, " "), out)
+	}
+	run("ip", "netns", "add", outsideNS)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", outsideNS).Run() })
+	run("ip", "link", "add", hostEnd, "type", "veth", "peer", "name", outsideEnd)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostEnd).Run() })
+	run("ip", "link", "set", outsideEnd, "netns", outsideNS)
+	run("ip", "addr", "add", "10.214.0.1/24", "dev", hostEnd)
+	run("ip", "link", "set", hostEnd, "up")
+	run("ip", "netns", "exec", outsideNS, "ip", "addr", "add", "10.214.0.2/24", "dev", outsideEnd)
+	run("ip", "netns", "exec", outsideNS, "ip", "link", "set", outsideEnd, "up")
+	run("ip", "netns", "exec", outsideNS, "ip", "link", "set", "lo", "up")
+
+	// With forwarding on, only the guard stands between the pod and the
+	// "outside" namespace. The node restores the value it found at its
+	// start when it stops; put back this test's own too.
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)).To(Succeed())
+	t.Cleanup(func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fwd, 0o644) })
+
+	ps := newRealPodSet(t, "real-guard", 1, func(s *appv1alpha1.PodSetSpec) {
+		s.Image = "docker.io/library/busybox:1.37.0"
+		s.Command = []string{"sleep", "3600"}
+	})
+	pods := waitRunning(t, ps, 1)
+	before, err := localcluster.GuardDrops()
+	Expect(err).NotTo(HaveOccurred())
+
+	step("from pod %s, a TCP connection to 10.214.0.2 (a namespace beyond the bridge)", pods[0].Name)
+	_, stderr, err := kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
+		"nc", "-w", "3", "10.214.0.2", "8080")
+	Expect(err).To(HaveOccurred(), "the connection beyond the bridge succeeded")
+	after, err := localcluster.GuardDrops()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(after).To(BeNumerically(">", before), "the guard dropped nothing; nc said: %s", stderr)
+	step("the guard dropped %d packets of it", after-before)
+
+	// The control: the same pod reaches the node's own address, so the
+	// drop above is the guard's and not a broken pod network.
+	_, _, err = kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
+		"sh", "-c", "nc -w 3 10.213.0.1 "+strconv.Itoa(kubeletPort())+" </dev/null")
+	Expect(err).NotTo(HaveOccurred(), "the pod cannot reach the node's own address")
+}
+
+// kubeletPort is the real node's kubelet port, as its Node reports it.
+func kubeletPort() int {
+	var node corev1.Node
+	Expect(env.admin.Get(context.Background(), client.ObjectKey{Name: localcluster.RealNodeName}, &node)).To(Succeed())
+	return int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+}
+
+// hostSnapshot is what the real node must leave as it found it.
+type hostSnapshot struct {
+	links, chains, cgroups, dirs []string
+	ipForward                    string
+}
+
+func snapshotHost() (hostSnapshot, error) {
+	var s hostSnapshot
+	out, err := exec.Command("ip", "-o", "link", "show").Output()
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			s.links = append(s.links, strings.TrimSuffix(strings.Split(f[1], "@")[0], ":"))
+		}
+	}
+	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
+		out, err := exec.Command(cmd).Output()
+		if err != nil {
+			return s, err
+		}
+		table := ""
+		for _, line := range strings.Split(string(out), "\n") {
+			switch {
+			case strings.HasPrefix(line, "*"):
+				table = line[1:]
+			case strings.HasPrefix(line, ":"):
+				s.chains = append(s.chains, cmd+"/"+table+"/"+strings.Fields(line[1:])[0])
+			}
+		}
+	}
+	s.cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	for _, d := range []string{"/var/lib/cni", "/var/log/pods", "/var/log/containers", "/run/localcluster-realnode", "/var/lib/kubelet"} {
+		if _, err := os.Stat(d); err == nil {
+			s.dirs = append(s.dirs, d)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return s, err
+		}
+	}
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	s.ipForward = strings.TrimSpace(string(fwd))
+	return s, err
+}
+
+func (s hostSnapshot) String() string {
+	return fmt.Sprintf("%d links, %d firewall chains, %d kubepods cgroups, ip_forward %s", len(s.links), len(s.chains), len(s.cgroups), s.ipForward)
+}
+
+// diff says what after has that s has not, or changed.
+func (s hostSnapshot) diff(after hostSnapshot) string {
+	var out []string
+	extra := func(what string, a, b []string) {
+		for _, x := range b {
+			if !slices.Contains(a, x) {
+				out = append(out, what+" "+x+" was left behind")
+			}
+		}
+		for _, x := range a {
+			if !slices.Contains(b, x) {
+				out = append(out, what+" "+x+" was removed")
+			}
+		}
+	}
+	extra("link", s.links, after.links)
+	extra("firewall chain", s.chains, after.chains)
+	extra("cgroup", s.cgroups, after.cgroups)
+	extra("directory", s.dirs, after.dirs)
+	if s.ipForward != after.ipForward {
+		out = append(out, "ip_forward was "+s.ipForward+", is "+after.ipForward)
+	}
+	return strings.Join(out, "\n")
+}
