@@ -283,10 +283,13 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 
 .PHONY: test-real-node
 test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## Run the operand on a real node (kubelet, containerd; needs root): restricted pods really running, logs, exec, crash loops, deletion, the network guard; the host restored after.
-	$(GO) vet -tags e2e,realnode ./test/e2e/
+	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
+	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  NODE_IMAGES=$(NODE_IMAGES) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
+	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
+	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run TestRealNodeCrashIsCleanedUp ./test/localcluster/
 
 ##@ Benchmarks
 

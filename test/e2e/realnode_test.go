@@ -13,12 +13,10 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +34,7 @@ import (
 )
 
 func init() {
-	var before hostSnapshot
+	var before localcluster.HostSnapshot
 	clusterOptions = append(clusterOptions, func(o *localcluster.Options) error {
 		node, err := localcluster.RealNodeImages(envOr("NODE_IMAGES", filepath.Join("..", "..", "bin", "node-images")))
 		if err != nil {
@@ -48,15 +46,15 @@ func init() {
 		if err := localcluster.Cleanup(nil); err != nil {
 			return err
 		}
-		before, err = snapshotHost()
+		before, err = localcluster.SnapshotHost()
 		return err
 	})
 	afterClusterStop = append(afterClusterStop, func() error {
-		after, err := snapshotHost()
+		after, err := localcluster.SnapshotHost()
 		if err != nil {
 			return err
 		}
-		if diff := before.diff(after); diff != "" {
+		if diff := before.Diff(after); diff != "" {
 			return fmt.Errorf("the real node left the host changed:\n%s", diff)
 		}
 		step("the host is as it was before the real node: %s", after)
@@ -396,76 +394,3 @@ func kubeletPort() int {
 	return int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 }
 
-// hostSnapshot is what the real node must leave as it found it.
-type hostSnapshot struct {
-	links, chains, cgroups, dirs []string
-	ipForward                    string
-}
-
-func snapshotHost() (hostSnapshot, error) {
-	var s hostSnapshot
-	out, err := exec.Command("ip", "-o", "link", "show").Output()
-	if err != nil {
-		return s, err
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			s.links = append(s.links, strings.TrimSuffix(strings.Split(f[1], "@")[0], ":"))
-		}
-	}
-	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
-		out, err := exec.Command(cmd).Output()
-		if err != nil {
-			return s, err
-		}
-		table := ""
-		for _, line := range strings.Split(string(out), "\n") {
-			switch {
-			case strings.HasPrefix(line, "*"):
-				table = line[1:]
-			case strings.HasPrefix(line, ":"):
-				s.chains = append(s.chains, cmd+"/"+table+"/"+strings.Fields(line[1:])[0])
-			}
-		}
-	}
-	s.cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	for _, d := range []string{"/var/lib/cni", "/var/log/pods", "/var/log/containers", "/run/localcluster-realnode", "/var/lib/kubelet"} {
-		if _, err := os.Stat(d); err == nil {
-			s.dirs = append(s.dirs, d)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return s, err
-		}
-	}
-	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-	s.ipForward = strings.TrimSpace(string(fwd))
-	return s, err
-}
-
-func (s hostSnapshot) String() string {
-	return fmt.Sprintf("%d links, %d firewall chains, %d kubepods cgroups, ip_forward %s", len(s.links), len(s.chains), len(s.cgroups), s.ipForward)
-}
-
-// diff says what after has that s has not, or changed.
-func (s hostSnapshot) diff(after hostSnapshot) string {
-	var out []string
-	extra := func(what string, a, b []string) {
-		for _, x := range b {
-			if !slices.Contains(a, x) {
-				out = append(out, what+" "+x+" was left behind")
-			}
-		}
-		for _, x := range a {
-			if !slices.Contains(b, x) {
-				out = append(out, what+" "+x+" was removed")
-			}
-		}
-	}
-	extra("link", s.links, after.links)
-	extra("firewall chain", s.chains, after.chains)
-	extra("cgroup", s.cgroups, after.cgroups)
-	extra("directory", s.dirs, after.dirs)
-	if s.ipForward != after.ipForward {
-		out = append(out, "ip_forward was "+s.ipForward+", is "+after.ipForward)
-	}
-	return strings.Join(out, "\n")
-}

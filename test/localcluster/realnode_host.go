@@ -240,7 +240,28 @@ func Cleanup(log func(format string, args ...any)) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return os.Remove(statePath())
+	if err := os.Remove(statePath()); err != nil {
+		return err
+	}
+	removeStateDirIfFree()
+	return nil
+}
+
+// removeStateDirIfFree removes the lock file and its directory unless a
+// real node holds the lock (that of this process, too: the lock is per
+// open file).
+func removeStateDirIfFree() {
+	f, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR, 0)
+	if err != nil {
+		_ = os.Remove(stateDir)
+		return
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return
+	}
+	_ = os.Remove(f.Name())
+	_ = os.Remove(stateDir)
 }
 
 // kubepodsPIDs are the processes in the kubelet's pod cgroups.
