@@ -393,4 +393,3 @@ func kubeletPort() int {
 	Expect(env.admin.Get(context.Background(), client.ObjectKey{Name: localcluster.RealNodeName}, &node)).To(Succeed())
 	return int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 }
-
