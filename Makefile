@@ -14,6 +14,8 @@ OPERAND_IMG ?= docker.io/library/busybox:1.37.0
 CHANNELS ?= candidate,stable
 DEFAULT_CHANNEL ?= stable
 CONTAINER_TOOL ?= docker
+# Extra flags for `$(CONTAINER_TOOL) build` in docker-build, e.g. cache mounts.
+DOCKER_BUILD_ARGS ?=
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -120,8 +122,8 @@ run: manifests generate fmt vet ## Run the operator on this machine against the 
 	$(GO) run . --health-probe-bind-address=:8081
 
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+docker-build: ## Build the operator image (needs a container engine; DOCKER_BUILD_ARGS adds flags).
+	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image.
@@ -197,6 +199,10 @@ verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ differ from what 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: test-manager-image
+test-manager-image: ## Build the manager image with docker-build and buildah over stand-in base images (see docs/local-cluster.md) and check it: user 65532, static /manager that starts, nothing else.
+	hack/test-manager-image.sh
 
 .PHONY: test-bundle-image
 test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/.
