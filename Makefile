@@ -288,11 +288,12 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
 
 .PHONY: test-real-node
-test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## Run the operand on a real node (kubelet, containerd; needs root): restricted pods really running, logs, exec, crash loops, deletion, the network guard; the host restored after.
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## On a real node (kubelet, containerd, kube-proxy; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
+	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
-	  NODE_IMAGES=$(NODE_IMAGES) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
+	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run TestRealNodeCrashIsCleanedUp ./test/localcluster/
@@ -329,7 +330,7 @@ $(K8S_BIN)/%:
 	hack/build-tool.sh $* $(K8S_BIN)
 
 .PHONY: real-node-tools
-real-node-tools: $(K8S_BIN)/kubelet $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.
+real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.
 	hack/install-real-node.sh
 
 # The images the real node runs (pause, busybox), built from test/images/.

@@ -52,7 +52,7 @@ k8s_ldflags() {
 }
 
 case "$tool" in
-  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet)
+  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
     wrapper k8s.io/kubernetes "$K8S_VERSION" "k8s.io/kubernetes/cmd/$tool"
     # k8s.io/kubernetes points its staging modules at ./staging; point them at
     # the published modules of the same release instead.

@@ -8,7 +8,7 @@
 #   hack/install-real-node.sh
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iptables busybox-static)
+packages=(containerd runc containernetworking-plugins iptables conntrack busybox-static)
 missing=()
 for p in "${packages[@]}"; do
   [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")

@@ -69,6 +69,11 @@ func TestMain(m *testing.M) {
 // real-node suite puts its node there.
 var clusterOptions []func(*localcluster.Options) error
 
+// operatorInCluster makes the manager Deployment of config/default the
+// operator of the run, instead of a manager process: the real-node suite
+// sets it (under kwok the Deployment's pod never runs).
+var operatorInCluster bool
+
 // afterClusterStop run once the cluster has stopped; an error fails the run
 // (the real-node suite checks that the host is as it was).
 var afterClusterStop []func() error
@@ -147,6 +152,21 @@ func run(m *testing.M) (code int) {
 	step("applying config/default (CRD, namespace, RBAC, manager Deployment) as `make deploy` would")
 	if env.applyStderr, err = applyObjects(ctx, objs); err != nil {
 		return fail(err)
+	}
+
+	if operatorInCluster {
+		// The manager Deployment that config/default applied runs for
+		// real, from its image: it is the operator of this run.
+		step("waiting for the manager Deployment %s/%s to be Available (its image runs on the real node)", env.operatorNS, env.deployment.GetName())
+		if _, _, err := kubectl(ctx, "rollout", "status", "-n", env.operatorNS, "deployment/"+env.deployment.GetName(), "--timeout=3m"); err != nil {
+			return fail(err)
+		}
+		code = m.Run()
+		if code != 0 {
+			out, _, _ := kubectl(ctx, "logs", "-n", env.operatorNS, "deployment/"+env.deployment.GetName(), "--tail=60")
+			fmt.Printf("----- the manager pod's log -----\n%s\ncomponent logs: %s (set E2E_KEEP=1 to keep them)\n", out, c.LogDir())
+		}
+		return code
 	}
 
 	step("starting the operator with a TokenRequest token of ServiceAccount %s/%s", env.operatorNS, env.operatorSA)

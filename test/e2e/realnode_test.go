@@ -13,21 +13,31 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/test/localcluster"
@@ -41,6 +51,12 @@ func init() {
 			return err
 		}
 		o.RealNode = node
+		if !slices.ContainsFunc(node.Images, func(p string) bool { return filepath.Base(p) == "manager.tar" }) {
+			return fmt.Errorf("no manager.tar among the node's images: run the suite with `make test-real-node`, which builds it")
+		}
+		// The manager Deployment of config/default is the operator:
+		// its image, built by `make docker-build`, runs on the node.
+		operatorInCluster = true
 		// A run that crashed left the host changed: put it back first
 		// (the cluster's start would), then take the host as it is.
 		if err := localcluster.Cleanup(nil); err != nil {
@@ -68,6 +84,7 @@ func TestRealNode(t *testing.T) {
 		name string
 		run  func(*testing.T)
 	}{
+		{"ManagerRunsAsAPod", testRealManagerPod},
 		{"DefaultOperandRunsRestricted", testRealDefaultOperand},
 		{"CustomImageRunsRestricted", testRealCustomImage},
 		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
@@ -210,6 +227,147 @@ func expectRestricted(t *testing.T, pods []corev1.Pod) {
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		step("pod %s: UID 65532, no_new_privs, seccomp filter, no capabilities, read-only root", p.Name)
 	}
+}
+
+// testRealManagerPod: the manager runs from its image, deployed by
+// config/default (what `make deploy` applies) with the RBAC that the CSV
+// grants: its probes pass, it holds the leader lease, it runs restricted,
+// and its metrics endpoint answers over HTTPS only to a caller allowed to
+// read metrics.
+func testRealManagerPod(t *testing.T) {
+	sel, _, err := unstructured.NestedStringMap(env.deployment.Object, "spec", "selector", "matchLabels")
+	Expect(err).NotTo(HaveOccurred())
+	var pods corev1.PodList
+	Expect(env.admin.List(t.Context(), &pods, client.InNamespace(env.operatorNS), client.MatchingLabels(sel))).To(Succeed())
+	Expect(pods.Items).To(HaveLen(1))
+	pod := pods.Items[0]
+	Expect(isRunningAndReady(&pod)).To(BeTrue(), "the manager pod is not Ready (its readiness probe): %s", podState(&pod))
+	Expect(pod.Spec.Containers[0].Image).To(Equal(os.Getenv("IMG")), "the manager pod's image")
+	step("manager pod %s: Ready (its probes pass), image %s", pod.Name, pod.Spec.Containers[0].Image)
+	expectRestricted(t, []corev1.Pod{pod})
+
+	step("it holds the leader lease")
+	Eventually(func(g Gomega) {
+		holder := leaseHolder(g)
+		g.Expect(holder).To(HavePrefix(pod.Name+"_"), "the Lease's holder")
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	step("its RBAC is the CSV's")
+	expectRBACIsTheCSVs(t)
+
+	step("its metrics endpoint https://%s:8443/metrics: 401 without a token, 403 for a caller not allowed, 200 for the metrics reader", pod.Status.PodIP)
+	url := "https://" + pod.Status.PodIP + ":8443/metrics"
+	Expect(metricsStatus(t, url, "")).To(Equal(http.StatusUnauthorized))
+	ns := newNamespace(t, "real-metrics", nil)
+	for _, sa := range []string{"denied", "reader"} {
+		Expect(env.admin.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})).To(Succeed())
+	}
+	Expect(metricsStatus(t, url, saToken(t, ns, "denied"))).To(Equal(http.StatusForbidden))
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podset-operator-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: ns}},
+	}
+	Expect(env.admin.Create(t.Context(), binding)).To(Succeed())
+	t.Cleanup(func() { _ = env.admin.Delete(context.Background(), binding) })
+	token := saToken(t, ns, "reader")
+	Eventually(func(g Gomega) {
+		code, body := metricsGet(g, url, token)
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="podset"`))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// leaseHolder is the holder of the operator's leader election Lease.
+func leaseHolder(g Gomega) string {
+	var lease coordinationv1.Lease
+	g.Expect(env.admin.Get(context.Background(), client.ObjectKey{Namespace: env.operatorNS, Name: "podset-operator.app.example.com"}, &lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+	return *lease.Spec.HolderIdentity
+}
+
+// saToken is a token of a ServiceAccount, from the TokenRequest API.
+func saToken(t *testing.T, ns, name string) string {
+	tr, err := env.clientset.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// metricsGet reads the metrics endpoint with a bearer token ("" for none).
+// The manager serves a self-signed certificate, as in a cluster without
+// cert-manager; the test checks who may read, not the certificate.
+func metricsGet(g Gomega, url, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	resp, err := c.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(body)
+}
+
+func metricsStatus(t *testing.T, url, token string) int {
+	code, _ := metricsGet(NewWithT(t), url, token)
+	return code
+}
+
+// expectRBACIsTheCSVs: the rules of the Roles and ClusterRoles bound to the
+// manager's ServiceAccount in the cluster (config/default's RBAC) are the
+// CSV's permissions and clusterPermissions for that ServiceAccount, so that
+// a run under `make deploy` is a run under what OLM grants.
+func expectRBACIsTheCSVs(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(env.repoRoot, "bundle", "manifests", "podset-operator.clusterserviceversion.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	Expect(yaml.Unmarshal(raw, &csv)).To(Succeed())
+	var strategy operatorsv1alpha1.StrategyDetailsDeployment = csv.Spec.InstallStrategy.StrategySpec
+	var wantCluster, wantNS []rbacv1.PolicyRule
+	for _, p := range strategy.ClusterPermissions {
+		if p.ServiceAccountName == env.operatorSA {
+			wantCluster = append(wantCluster, p.Rules...)
+		}
+	}
+	for _, p := range strategy.Permissions {
+		if p.ServiceAccountName == env.operatorSA {
+			wantNS = append(wantNS, p.Rules...)
+		}
+	}
+	Expect(wantCluster).NotTo(BeEmpty())
+
+	var gotCluster, gotNS []rbacv1.PolicyRule
+	var crbs rbacv1.ClusterRoleBindingList
+	Expect(env.admin.List(t.Context(), &crbs)).To(Succeed())
+	for _, b := range crbs.Items {
+		if boundToOperator(b.Subjects) {
+			var r rbacv1.ClusterRole
+			Expect(env.admin.Get(t.Context(), client.ObjectKey{Name: b.RoleRef.Name}, &r)).To(Succeed())
+			gotCluster = append(gotCluster, r.Rules...)
+		}
+	}
+	var rbs rbacv1.RoleBindingList
+	Expect(env.admin.List(t.Context(), &rbs, client.InNamespace(env.operatorNS))).To(Succeed())
+	for _, b := range rbs.Items {
+		if boundToOperator(b.Subjects) {
+			var r rbacv1.Role
+			Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: env.operatorNS, Name: b.RoleRef.Name}, &r)).To(Succeed())
+			gotNS = append(gotNS, r.Rules...)
+		}
+	}
+	Expect(gotCluster).To(ConsistOf(wantCluster), "cluster-wide rules: config/default vs the CSV's clusterPermissions")
+	Expect(gotNS).To(ConsistOf(wantNS), "namespaced rules: config/default vs the CSV's permissions")
+}
+
+func boundToOperator(subjects []rbacv1.Subject) bool {
+	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+		return s.Kind == rbacv1.ServiceAccountKind && s.Name == env.operatorSA && s.Namespace == env.operatorNS
+	})
 }
 
 // testRealDefaultOperand: the default operand (busybox, `sleep 3600`) runs

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Address ranges of the cluster. Pod IPs (handed out by kwok from each
@@ -57,7 +59,18 @@ func (c *Cluster) apiserverArgs() ([]string, error) {
 		if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 			return nil, err
 		}
+		// Pods reach the API server through the "kubernetes" Service,
+		// which kube-proxy sends to the node's address: listen there too
+		// (the guard closes the port to everything but loopback and the
+		// bridge) and publish it as the Service's endpoint.
+		args = slices.DeleteFunc(args, func(a string) bool {
+			return strings.HasPrefix(a, "--bind-address=") || strings.HasPrefix(a, "--advertise-address=") ||
+				strings.HasPrefix(a, "--endpoint-reconciler-type=")
+		})
 		args = append(args,
+			"--bind-address=0.0.0.0",
+			"--advertise-address="+nodeIP,
+			"--endpoint-reconciler-type=lease",
 			"--kubelet-client-certificate="+certFile,
 			"--kubelet-client-key="+keyFile,
 			"--kubelet-certificate-authority="+c.pki.path(caCertFile),

@@ -75,10 +75,10 @@ func newPKI(dir string) (*pki, error) {
 
 	// The API server is reached as 127.0.0.1 or localhost from this machine,
 	// and as the first service IP / kubernetes.default from inside the
-	// cluster (nothing runs there under kwok, but keep the usual names).
+	// cluster, whose Service leads to the real node's address.
 	if _, _, err := p.issue(serverCert, serverKey, "kube-apiserver", nil, true,
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(firstServiceIP)}); err != nil {
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(firstServiceIP), net.ParseIP(nodeIP)}); err != nil {
 		return nil, err
 	}
 

@@ -102,6 +102,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.ports, err = pickPorts(); err != nil {
 		return err
 	}
+	if c.opts.RealNode != nil {
+		if err := c.prepareRealNode(); err != nil {
+			return err
+		}
+	}
 	// A failed attempt may have left a half-initialised member behind.
 	if err := os.RemoveAll(filepath.Join(c.workDir, "etcd")); err != nil {
 		return err
@@ -174,12 +179,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := c.startRealNode(ctx); err != nil {
 			return err
 		}
-		all = append(all, c.Component("containerd"), c.Component("kubelet"))
+		all = append(all, c.Component("containerd"), c.Component("kubelet"), c.Component("kube-proxy"))
 		checks = append(checks, struct {
 			name string
 			port int
 			tls  bool
-		}{"kubelet", c.ports.kubeletHealthz, false})
+		}{"kubelet", c.ports.kubeletHealthz, false}, struct {
+			name string
+			port int
+			tls  bool
+		}{"kube-proxy", c.ports.kubeProxyHealthz, false})
 	}
 	for _, hc := range checks {
 		scheme := "http"
@@ -243,8 +252,10 @@ func (c *Cluster) writeKubeconfigs() error {
 		// kwok acts as the kubelet of every fake node at once; the Node
 		// authorizer would confine a node identity to one node.
 		{c.componentKubeconfig("kwok"), "kwok", []string{"system:masters"}},
-		// The real node's kubelet, under the Node authorizer like any.
+		// The real node's kubelet, under the Node authorizer like any,
+		// and its kube-proxy (bound to system:node-proxier by default).
 		{c.componentKubeconfig("kubelet"), "system:node:" + RealNodeName, []string{"system:nodes"}},
+		{c.componentKubeconfig("kube-proxy"), "system:kube-proxy", nil},
 	}
 	for _, id := range identities {
 		cert, key, err := c.pki.clientCert(id.user, id.groups...)

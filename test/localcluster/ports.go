@@ -47,12 +47,14 @@ type clusterPorts struct {
 	// The real node's kubelet: its API (on the node's address, which has
 	// the same free ports as loopback) and its health endpoint.
 	kubelet, kubeletHealthz int
+	// The real node's kube-proxy, on loopback.
+	kubeProxyHealthz, kubeProxyMetrics int
 }
 
 func pickPorts() (clusterPorts, error) {
-	p, err := freePorts(8)
+	p, err := freePorts(10)
 	if err != nil {
 		return clusterPorts{}, err
 	}
-	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}, nil
+	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]}, nil
 }

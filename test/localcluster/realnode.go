@@ -39,7 +39,7 @@ type RealNode struct {
 const RealNodeName = "localcluster-node"
 
 // Host tools the real node runs; hack/install-real-node.sh installs them.
-var realNodeTools = []string{"containerd", "ctr", "runc", "ip", "iptables", "iptables-save", "ip6tables", "ip6tables-save"}
+var realNodeTools = []string{"containerd", "ctr", "runc", "ip", "iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore", "conntrack"}
 
 // cniBinDir is where Debian's containernetworking-plugins puts the plugins.
 const cniBinDir = "/usr/lib/cni"
@@ -74,8 +74,10 @@ func checkRealNodeHost(binDir string) error {
 			missing = append(missing, filepath.Join(cniBinDir, p))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(binDir, "kubelet")); err != nil {
-		missing = append(missing, filepath.Join(binDir, "kubelet")+" (make real-node-tools)")
+	for _, b := range []string{"kubelet", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			missing = append(missing, filepath.Join(binDir, b)+" (make real-node-tools)")
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("a real node needs: %s (hack/install-real-node.sh installs the packages)", strings.Join(missing, ", "))
@@ -83,10 +85,11 @@ func checkRealNodeHost(binDir string) error {
 	return nil
 }
 
-// startRealNode prepares the host, starts containerd with the images, then
-// the kubelet. The caller waits for the Node to be Ready.
-func (c *Cluster) startRealNode(ctx context.Context) error {
-	opts := c.opts.RealNode
+// prepareRealNode takes the host and puts the bridge and the guard in place,
+// before any component listens: the API server of a real-node cluster
+// listens on every interface (pods reach it through the node's address),
+// and the guard keeps its port closed to all but loopback and the bridge.
+func (c *Cluster) prepareRealNode() error {
 	if err := checkRealNodeHost(c.opts.BinDir); err != nil {
 		return err
 	}
@@ -97,10 +100,14 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		}
 		c.node = &realNode{dir: filepath.Join(c.workDir, "node"), lock: lock}
 	}
+	return prepareHost(c.workDir, c.ports.apiserver)
+}
+
+// startRealNode starts containerd with the images, then the kubelet and
+// kube-proxy. The caller waits for the Node to be Ready.
+func (c *Cluster) startRealNode(ctx context.Context) error {
+	opts := c.opts.RealNode
 	n := c.node
-	if err := prepareHost(c.workDir); err != nil {
-		return err
-	}
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
 		if err := os.MkdirAll(n.path(d), 0o700); err != nil {
 			return err
@@ -141,13 +148,48 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		"--node-ip=" + nodeIP,
 		"--v=1",
 	})
+	if err != nil {
+		return err
+	}
+	if err := c.writeKubeProxyConfig(); err != nil {
+		return err
+	}
+	_, err = c.runHost(ctx, "kube-proxy", []string{"--config=" + n.path("kube-proxy.yaml"), "--v=1"})
 	return err
+}
+
+// writeKubeProxyConfig makes kube-proxy (iptables mode) route Service
+// addresses, above all the "kubernetes" Service that pods such as the
+// manager use to reach the API server. It touches no sysctl it need not:
+// no conntrack tuning, no NodePorts on loopback (which would turn on
+// route_localnet).
+func (c *Cluster) writeKubeProxyConfig() error {
+	n := c.node
+	config := `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: ` + c.componentKubeconfig("kube-proxy") + `
+mode: iptables
+hostnameOverride: ` + RealNodeName + `
+clusterCIDR: ` + nodeSubnet + `
+healthzBindAddress: 127.0.0.1:` + strconv.Itoa(c.ports.kubeProxyHealthz) + `
+metricsBindAddress: 127.0.0.1:` + strconv.Itoa(c.ports.kubeProxyMetrics) + `
+nodePortAddresses: ["` + nodeIP + `/32"]
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`
+	return os.WriteFile(n.path("kube-proxy.yaml"), []byte(config), 0o600)
 }
 
 // runHost starts a node component: the kubelet from BinDir, containerd from
 // the host.
 func (c *Cluster) runHost(ctx context.Context, name string, args []string) (*Process, error) {
-	if name == "kubelet" {
+	if name == "kubelet" || name == "kube-proxy" {
 		return c.run(ctx, name, args, nil)
 	}
 	bin, err := exec.LookPath(name)
@@ -301,7 +343,7 @@ func (c *Cluster) writeKubeletFiles() error {
 // puts the host back. The other components are still running.
 func (n *realNode) stop(c *Cluster) error {
 	var errs []error
-	for _, name := range []string{"kubelet", "containerd"} {
+	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
 		if p := c.Component(name); p != nil {
 			c.logf("stopping %s", name)
 			errs = append(errs, p.Stop())
@@ -330,16 +372,19 @@ func (c *Cluster) nodeNames() []string {
 }
 
 // RealNodeImages is a RealNode with the image archives that
-// hack/build-node-images.sh writes into dir: the pause image and the
-// operand's default image.
+// hack/build-node-images.sh writes into dir: the pause image, the operand's
+// default image and, when it is there, the manager's image.
 func RealNodeImages(dir string) (*RealNode, error) {
 	node := &RealNode{SandboxImage: "registry.k8s.io/pause:3.10"}
-	for _, name := range []string{"pause.tar", "busybox.tar"} {
+	for _, name := range []string{"pause.tar", "busybox.tar", "manager.tar"} {
 		p, err := filepath.Abs(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(p); err != nil {
+			if name == "manager.tar" {
+				continue // optional: the operator may run outside the cluster
+			}
 			return nil, fmt.Errorf("%w (hack/build-node-images.sh %s builds it)", err, dir)
 		}
 		node.Images = append(node.Images, p)

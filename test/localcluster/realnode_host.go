@@ -80,7 +80,7 @@ func lockHost() (*os.File, error) {
 
 // prepareHost records the host's state, then creates the bridge and the
 // guard. A leftover of a crashed run is cleaned up first.
-func prepareHost(workDir string) error {
+func prepareHost(workDir string, apiserverPort int) error {
 	if err := Cleanup(nil); err != nil {
 		return fmt.Errorf("cleaning up after an earlier real node: %w", err)
 	}
@@ -112,7 +112,7 @@ func prepareHost(workDir string) error {
 	}
 
 	// The guard first: no pod exists before it.
-	for _, args := range guardRules() {
+	for _, args := range guardRules(apiserverPort) {
 		if err := run("iptables", args...); err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func prepareHost(workDir string) error {
 }
 
 // guardRules are the iptables commands that put the guard in place.
-func guardRules() [][]string {
+func guardRules(apiserverPort int) [][]string {
 	return [][]string{
 		{"-N", guardChain},
 		// Between the bridge and the bridge: pod to pod, allowed.
@@ -145,6 +145,9 @@ func guardRules() [][]string {
 		{"-A", guardChain + "-IN", "-i", "lo", "-j", "RETURN"},
 		{"-A", guardChain + "-IN", "-i", nodeBridge, "-j", "RETURN"},
 		{"-A", guardChain + "-IN", "-d", nodeSubnet, "-j", "DROP"},
+		// The API server listens on every interface; only loopback
+		// and the bridge may reach it.
+		{"-A", guardChain + "-IN", "-p", "tcp", "--dport", strconv.Itoa(apiserverPort), "-j", "DROP"},
 		{"-I", "INPUT", "1", "-j", guardChain + "-IN"},
 	}
 }
@@ -442,9 +445,8 @@ func removeChains(cmd, table string, before []string) error {
 			continue
 		}
 		if i := slices.Index(f, "-j"); i > 0 && i+1 < len(f) && ours[f[i+1]] {
-			// iptables-save quotes nothing it would not accept back;
-			// split on spaces is enough for the rules we make.
-			args := append([]string{"-w", "-t", table, "-D"}, f[1:]...)
+			// kube-proxy's rules carry quoted comments.
+			args := append([]string{"-w", "-t", table, "-D"}, splitRule(r)[1:]...)
 			if out, err := exec.Command(cmd, args...).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("%s %s: %w: %s", cmd, strings.Join(args, " "), err, bytes.TrimSpace(out)))
 			}
@@ -459,6 +461,41 @@ func removeChains(cmd, table string, before []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// splitRule splits an iptables-save rule into arguments, as a shell would
+// its double quotes and backslash escapes.
+func splitRule(rule string) []string {
+	var (
+		args   []string
+		cur    strings.Builder
+		quoted bool
+		inArg  bool
+	)
+	for i := 0; i < len(rule); i++ {
+		switch ch := rule[i]; {
+		case ch == '\\' && i+1 < len(rule):
+			i++
+			cur.WriteByte(rule[i])
+			inArg = true
+		case ch == '"':
+			quoted = !quoted
+			inArg = true
+		case ch == ' ' && !quoted:
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteByte(ch)
+			inArg = true
+		}
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args
 }
 
 // run runs a host command, its output in the error.
