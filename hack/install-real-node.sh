@@ -2,8 +2,8 @@
 # Installs what a real node of the local cluster needs (test/localcluster,
 # Options.RealNode) from Debian's packages, when it is missing: containerd and
 # its ctr client, runc, the CNI plugins (bridge, host-local, loopback),
-# iptables, and busybox-static (the operand image's stand-in is made from
-# it). Needs root. Versions are Debian bookworm's; the node was verified with
+# iptables, conntrack (for kube-proxy), and busybox-static (the operand
+# image's stand-in is made from it). Needs root. Versions are Debian bookworm's; the node was verified with
 # containerd 1.6.20 and runc 1.1.5.
 #   hack/install-real-node.sh
 set -euo pipefail
