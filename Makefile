@@ -296,7 +296,7 @@ test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## On a real no
 	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
-	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run TestRealNodeCrashIsCleanedUp ./test/localcluster/
+	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
 
 ##@ Benchmarks
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,8 +149,11 @@ func (f *LeaderFence) sawOtherHolder() {
 // takes writes from anyone the RBAC allows, leader or not).
 //
 // Reads are let through: they change nothing, and the caches of a standby
-// replica must stay warm. The lease lock must use a config without this
-// wrapper, or a fenced replica could never renew its lease.
+// replica must stay warm. So are token and access reviews, POSTs that
+// change nothing either: the metrics endpoint asks them of every scrape, on
+// a standby (which the fence refuses, having read another holder) as on the
+// leader. The lease lock must use a config without this wrapper, or a
+// fenced replica could never renew its lease.
 func (f *LeaderFence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return &fencedTransport{next: rt, fence: f}
 }
@@ -159,10 +163,18 @@ type fencedTransport struct {
 	fence *LeaderFence
 }
 
-func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// changesNothing reports whether a request only reads or asks.
+func changesNothing(req *http.Request) bool {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
+		return true
+	}
+	return strings.HasPrefix(req.URL.Path, "/apis/authentication.k8s.io/") ||
+		strings.HasPrefix(req.URL.Path, "/apis/authorization.k8s.io/")
+}
+
+func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !changesNothing(req) {
 		if err := t.fence.Allow(); err != nil {
 			if req.Body != nil {
 				_ = req.Body.Close() // a RoundTripper must close the body, even on error

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -161,7 +162,8 @@ func TestFencedTransportRefusesWritesAfterAPause(t *testing.T) {
 	f := NewLeaderFence(2 * time.Second)
 	f.now = func() time.Time { return clock }
 	f.lastTick = clock
-	pods := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, WrapTransport: f.WrapTransport}).CoreV1().Pods("ns")
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, WrapTransport: f.WrapTransport})
+	pods := cs.CoreV1().Pods("ns")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
 
 	_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
@@ -181,11 +183,16 @@ func TestFencedTransportRefusesWritesAfterAPause(t *testing.T) {
 	_, err = pods.List(ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sent(http.MethodGet)).To(Equal(1))
+	// And so do token reviews, which the metrics endpoint asks of every
+	// scrape, on a standby too.
+	_, err = cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{})
+	g.Expect(errors.Is(err, ErrFenced)).To(BeFalse(), "the token review was fenced")
+	g.Expect(sent(http.MethodPost)).To(Equal(2), "the token review did not reach the server")
 
 	// Once the lease is renewed, writes go through again.
 	clock = clock.Add(time.Second)
 	f.renewed()
 	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(sent(http.MethodPost)).To(Equal(2))
+	g.Expect(sent(http.MethodPost)).To(Equal(3))
 }

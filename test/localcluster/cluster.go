@@ -81,7 +81,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		// A failed attempt's processes must go before the next one takes
 		// new ports; what they say on the way out changes nothing.
 		if c.node != nil {
-			_ = Cleanup(c.logf)
+			_ = cleanupHost(c.logf)
 		}
 		_ = c.stopProcesses()
 		var exited errExited

@@ -349,7 +349,7 @@ func (n *realNode) stop(c *Cluster) error {
 			errs = append(errs, p.Stop())
 		}
 	}
-	errs = append(errs, Cleanup(c.logf))
+	errs = append(errs, cleanupHost(c.logf))
 	if n.lock != nil {
 		// The lock file goes, and its directory if nothing else is in it.
 		_ = os.Remove(n.lock.Name())

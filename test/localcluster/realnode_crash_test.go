@@ -120,3 +120,17 @@ func TestRealNodeCrashIsCleanedUp(t *testing.T) {
 	Expect(strings.TrimSpace(string(pids))).To(BeEmpty(), "processes of the crashed node are still running")
 	Expect(filepath.Join(work, "node")).NotTo(BeADirectory())
 }
+
+// TestCleanupRefusesWhileARealNodeRuns: Cleanup leaves a running real node
+// alone (it holds the host lock, as a running node does).
+func TestCleanupRefusesWhileARealNodeRuns(t *testing.T) {
+	RegisterTestingT(t)
+	Expect(os.MkdirAll("/run/localcluster-realnode", 0o700)).To(Succeed())
+	f, err := os.OpenFile("/run/localcluster-realnode/lock", os.O_CREATE|os.O_RDWR, 0o600)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)).To(Succeed())
+	Expect(localcluster.Cleanup(nil)).To(MatchError(ContainSubstring("another real node runs on this host")))
+	Expect(f.Close()).To(Succeed()) // the node ends
+	Expect(localcluster.Cleanup(nil)).To(Succeed(), "the lock is free and there is no state: nothing to do")
+	Expect("/run/localcluster-realnode").NotTo(BeADirectory(), "Cleanup left its lock behind")
+}

@@ -81,7 +81,7 @@ func lockHost() (*os.File, error) {
 // prepareHost records the host's state, then creates the bridge and the
 // guard. A leftover of a crashed run is cleaned up first.
 func prepareHost(workDir string, apiserverPort int) error {
-	if err := Cleanup(nil); err != nil {
+	if err := cleanupHost(nil); err != nil {
 		return fmt.Errorf("cleaning up after an earlier real node: %w", err)
 	}
 	fwd, err := os.ReadFile(ipForward)
@@ -177,8 +177,22 @@ func GuardDrops() (int, error) {
 // directories, and restores ip_forward. It reads what to restore from the
 // state file that the node wrote at start; without one it does nothing. It
 // is safe to run twice, and it is what `localcluster --cleanup` runs after a
-// crash. log, when set, is told each step.
+// crash. It refuses while a real node runs (its lock is held): that one is
+// stopped, not cleaned up after. log, when set, is told each step.
 func Cleanup(log func(format string, args ...any)) error {
+	lock, err := lockHost()
+	if err != nil {
+		return fmt.Errorf("not cleaning up: %w", err)
+	}
+	err = cleanupHost(log)
+	_ = os.Remove(lock.Name())
+	_ = lock.Close()
+	_ = os.Remove(stateDir) // only if empty: a state file that could not be acted on stays
+	return err
+}
+
+// cleanupHost is Cleanup for a caller that holds the host lock.
+func cleanupHost(log func(format string, args ...any)) error {
 	if log == nil {
 		log = func(string, ...any) {}
 	}
@@ -243,28 +257,7 @@ func Cleanup(log func(format string, args ...any)) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := os.Remove(statePath()); err != nil {
-		return err
-	}
-	removeStateDirIfFree()
-	return nil
-}
-
-// removeStateDirIfFree removes the lock file and its directory unless a
-// real node holds the lock (that of this process, too: the lock is per
-// open file).
-func removeStateDirIfFree() {
-	f, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR, 0)
-	if err != nil {
-		_ = os.Remove(stateDir)
-		return
-	}
-	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		return
-	}
-	_ = os.Remove(f.Name())
-	_ = os.Remove(stateDir)
+	return os.Remove(statePath())
 }
 
 // kubepodsPIDs are the processes in the kubelet's pod cgroups.

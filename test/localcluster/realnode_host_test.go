@@ -20,3 +20,4 @@ func TestUnescapeMount(t *testing.T) {
 	g.Expect(unescapeMount(`/tmp/a\040b/c`)).To(Equal("/tmp/a b/c"))
 	g.Expect(unescapeMount(`/plain`)).To(Equal("/plain"))
 }
+
