@@ -20,4 +20,3 @@ func TestUnescapeMount(t *testing.T) {
 	g.Expect(unescapeMount(`/tmp/a\040b/c`)).To(Equal("/tmp/a b/c"))
 	g.Expect(unescapeMount(`/plain`)).To(Equal("/plain"))
 }
-
