@@ -11,9 +11,8 @@
 #   hack/build-base-images.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs} BUILDAH_ISOLATION=${BUILDAH_ISOLATION:-chroot}
-[[ -x /bin/busybox ]] || hack/install-real-node.sh >/dev/null
-command -v buildah >/dev/null || { echo "buildah is missing (hack/test-bundle-image.sh installs it)" >&2; exit 1; }
+source hack/lib/debian.sh
+use_buildah
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,14 +20,10 @@ ca=/etc/ssl/certs/ca-certificates.crt
 
 if ! buildah inspect --type image docker.io/library/golang:1.26 >/dev/null 2>&1; then
   root=$work/golang/rootfs
-  mkdir -p "$root/bin" "$root/usr/local" "$root/etc/ssl/certs" "$root/tmp" "$root/go" "$root/root"
-  cp /bin/busybox "$root/bin/busybox"
-  for applet in $(/bin/busybox --list); do
-    [[ "$applet" == busybox ]] || ln -s busybox "$root/bin/$applet"
-  done
+  busybox_rootfs "$root"
+  mkdir -p "$root/usr/local" "$root/etc/ssl/certs" "$root/go" "$root/root"
   cp -a "$(go env GOROOT)" "$root/usr/local/go"
   cp "$ca" "$root/etc/ssl/certs/ca-certificates.crt"
-  chmod 1777 "$root/tmp"
   buildah bud --quiet -f test/images/golang/Dockerfile -t docker.io/library/golang:1.26 "$work/golang" >/dev/null
   echo "built docker.io/library/golang:1.26 from $(go version | awk '{print $3}')"
 fi

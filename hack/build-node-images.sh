@@ -14,14 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
-
-if ! command -v buildah >/dev/null; then
-  echo "installing Debian's buildah (apt-get; needs root)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends buildah >/dev/null ||
-    { apt-get update >/dev/null && apt-get install -y --no-install-recommends buildah >/dev/null; }
-fi
-export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
+source hack/lib/debian.sh
+use_buildah
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -42,11 +36,5 @@ mkdir -p "$work/pause"
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/pause/pause" ./test/images/pause
 image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile
 
-[[ -x /bin/busybox ]] || { echo "no /bin/busybox: run hack/install-real-node.sh" >&2; exit 1; }
-mkdir -p "$work/busybox/rootfs/bin" "$work/busybox/rootfs/tmp"
-cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
-for applet in $(/bin/busybox --list); do
-  [[ "$applet" == busybox ]] || ln -s busybox "$work/busybox/rootfs/bin/$applet"
-done
-chmod 1777 "$work/busybox/rootfs/tmp"
+busybox_rootfs "$work/busybox/rootfs"
 image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile

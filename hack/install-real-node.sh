@@ -7,20 +7,11 @@
 # containerd 1.6.20 and runc 1.1.5.
 #   hack/install-real-node.sh
 set -euo pipefail
+cd "$(dirname "$0")/.."
+source hack/lib/debian.sh
 
 packages=(containerd runc containernetworking-plugins iptables conntrack busybox-static)
-missing=()
-for p in "${packages[@]}"; do
-  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "installing Debian's ${missing[*]} (apt-get; needs root)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; then
-    apt-get update >/dev/null
-    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-fi
+apt_install "${packages[@]}"
 # The packages enable a containerd service; the local cluster runs its own,
 # with its own state directories. Do not leave the system one running where
 # an init system could start it.

@@ -5,14 +5,8 @@
 # holds. bundle.Dockerfile is FROM scratch, so this needs no base image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-if ! command -v buildah >/dev/null; then
-  echo "installing Debian's buildah (apt-get; needs root)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends buildah >/dev/null ||
-    { apt-get update >/dev/null && apt-get install -y --no-install-recommends buildah >/dev/null; }
-fi
-export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
+source hack/lib/debian.sh
+use_buildah
 img=localhost/podset-operator-bundle:test-$$
 make --no-print-directory bundle-build CONTAINER_TOOL=buildah BUNDLE_IMG="$img"
 ctr=$(buildah from "$img")

@@ -9,14 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 img=${1:-localhost/podset-operator:test-$$}
-export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
-
-if ! command -v buildah >/dev/null; then
-  echo "installing Debian's buildah (apt-get; needs root)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends buildah >/dev/null ||
-    { apt-get update >/dev/null && apt-get install -y --no-install-recommends buildah >/dev/null; }
-fi
+source hack/lib/debian.sh
+use_buildah
 hack/build-base-images.sh
 # The host's module and build caches, mounted into the builder: the same
 # Dockerfile, without downloading and compiling everything again.

@@ -166,16 +166,10 @@ type containerProcess struct {
 // node's containerd and reads its /proc entries.
 func inspectContainer(g Gomega, p *corev1.Pod) containerProcess {
 	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	sock := filepath.Join(env.cluster.WorkDir(), "node", "containerd.sock")
-	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls").Output()
+	tasks, err := env.cluster.NodeTasks(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
-	pid := ""
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == id {
-			pid = f[1]
-		}
-	}
-	g.Expect(pid).NotTo(BeEmpty(), "no containerd task for container %s:\n%s", id, out)
+	g.Expect(tasks).To(HaveKey(id), "no running containerd task for container %s", id)
+	pid := strconv.Itoa(tasks[id])
 	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
 	g.Expect(err).NotTo(HaveOccurred())
 	var cp containerProcess
@@ -483,11 +477,10 @@ func testRealDeletion(t *testing.T) {
 	// And their processes with them: no containerd task of theirs is left.
 	for i := range pods {
 		id := strings.TrimPrefix(pods[i].Status.ContainerStatuses[0].ContainerID, "containerd://")
-		sock := filepath.Join(env.cluster.WorkDir(), "node", "containerd.sock")
 		Eventually(func(g Gomega) {
-			out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls", "-q").Output()
+			tasks, err := env.cluster.NodeTasks(t.Context())
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(strings.Fields(string(out))).NotTo(ContainElement(id))
+			g.Expect(tasks).NotTo(HaveKey(id))
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	}
 }

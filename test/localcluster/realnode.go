@@ -391,3 +391,27 @@ func RealNodeImages(dir string) (*RealNode, error) {
 	}
 	return node, nil
 }
+
+// NodeTasks lists the containers running on the real node, container ID
+// to the host PID of its main process (what `kubectl get pod` reports as
+// containerd://ID), from the node's containerd.
+func (c *Cluster) NodeTasks(ctx context.Context) (map[string]int, error) {
+	if c.node == nil {
+		return nil, errors.New("the cluster has no real node")
+	}
+	out, err := exec.CommandContext(ctx, "ctr", "--address", c.node.containerdSocket(), "-n", "k8s.io", "tasks", "ls").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ctr tasks ls: %w", err)
+	}
+	tasks := map[string]int{}
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		f := strings.Fields(line) // TASK PID STATUS
+		if len(f) < 3 || f[2] != "RUNNING" {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[1]); err == nil {
+			tasks[f[0]] = pid
+		}
+	}
+	return tasks, nil
+}

@@ -1,0 +1,40 @@
+# Sourced by the hack/ scripts that need Debian packages (they run as root,
+# as CI does).
+
+# apt_install PKG...: installs the packages that are not installed yet
+# (a removed package keeps a version in dpkg's records until purged: the
+# status is what counts), refreshing the package lists if the first try
+# fails.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  echo "installing Debian's ${missing[*]} (apt-get; needs root)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; then
+    apt-get update >/dev/null
+    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# use_buildah: buildah from Debian, with no daemon: vfs storage, chroot
+# isolation.
+use_buildah() {
+  apt_install buildah
+  export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs} BUILDAH_ISOLATION=${BUILDAH_ISOLATION:-chroot}
+}
+
+# busybox_rootfs DIR: Debian's static busybox in DIR/bin, one link per
+# applet, and a world-writable DIR/tmp, as in a busybox image.
+busybox_rootfs() {
+  local root=$1 applet
+  apt_install busybox-static
+  mkdir -p "$root/bin" "$root/tmp"
+  cp /bin/busybox "$root/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [[ "$applet" == busybox ]] || ln -s busybox "$root/bin/$applet"
+  done
+  chmod 1777 "$root/tmp"
+}
