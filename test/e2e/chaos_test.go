@@ -28,10 +28,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -119,18 +117,6 @@ func (o *operatorProcess) identity() string {
 }
 
 var identityRE = regexp.MustCompile(`"identity":"([^"]+)"`)
-
-// leaseHolder is the identity the leader election Lease names.
-func leaseHolder(ctx context.Context) string {
-	lease := &coordinationv1.Lease{}
-	if err := env.admin.Get(ctx, types.NamespacedName{Namespace: env.operatorNS, Name: leaderElectionID}, lease); err != nil || lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
-}
-
-// leaderElectionID is the name of the operator's Lease (main.go).
-const leaderElectionID = "podset-operator.app.example.com"
 
 // pid is the process ID of the replica's current process, 0 if none.
 func (o *operatorProcess) pid() int {

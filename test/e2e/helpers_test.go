@@ -16,6 +16,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -262,3 +263,15 @@ func setQuota(t *testing.T, ns, name string, pods int64) {
 	}
 	Expect(err).NotTo(HaveOccurred())
 }
+
+// leaseHolder is the identity the leader election Lease names.
+func leaseHolder(ctx context.Context) string {
+	lease := &coordinationv1.Lease{}
+	if err := env.admin.Get(ctx, types.NamespacedName{Namespace: env.operatorNS, Name: leaderElectionID}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// leaderElectionID is the name of the operator's Lease (main.go).
+const leaderElectionID = "podset-operator.app.example.com"

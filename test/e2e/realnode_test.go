@@ -29,7 +29,6 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -242,8 +241,7 @@ func testRealManagerPod(t *testing.T) {
 
 	step("it holds the leader lease")
 	Eventually(func(g Gomega) {
-		holder := leaseHolder(g)
-		g.Expect(holder).To(HavePrefix(pod.Name+"_"), "the Lease's holder")
+		g.Expect(leaseHolder(t.Context())).To(HavePrefix(pod.Name+"_"), "the Lease's holder")
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	step("its RBAC is the CSV's")
@@ -270,14 +268,6 @@ func testRealManagerPod(t *testing.T) {
 		g.Expect(code).To(Equal(http.StatusOK))
 		g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="podset"`))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
-}
-
-// leaseHolder is the holder of the operator's leader election Lease.
-func leaseHolder(g Gomega) string {
-	var lease coordinationv1.Lease
-	g.Expect(env.admin.Get(context.Background(), client.ObjectKey{Namespace: env.operatorNS, Name: "podset-operator.app.example.com"}, &lease)).To(Succeed())
-	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-	return *lease.Spec.HolderIdentity
 }
 
 // saToken is a token of a ServiceAccount, from the TokenRequest API.
