@@ -212,9 +212,13 @@ test-bundle-image: ## Build the bundle image with bundle-build and buildah (inst
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
+# Extra flags for operator-sdk scorecard, e.g. --namespace, --output=json, or
+# --untar-image for a cluster that cannot pull the default untar image.
+SCORECARD_FLAGS ?=
+
 .PHONY: scorecard
-scorecard: $(OPERATOR_SDK) ## Run the scorecard tests in the cluster of your current kubeconfig (it runs them as pods).
-	$(OPERATOR_SDK) scorecard ./bundle --wait-time=5m
+scorecard: $(OPERATOR_SDK) ## Run the scorecard tests in the cluster of your current kubeconfig (it runs them as pods; SCORECARD_FLAGS adds flags).
+	$(OPERATOR_SDK) scorecard ./bundle --wait-time=5m $(SCORECARD_FLAGS)
 
 .PHONY: scorecard-local
 scorecard-local: $(SCORECARD_TEST) ## Run the same scorecard tests over bundle/ without a cluster (needs root).
@@ -288,7 +292,7 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
 
 .PHONY: test-real-node
-test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) ## On a real node (kubelet, containerd, kube-proxy; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard; the host restored after.
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
@@ -336,7 +340,11 @@ real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox
 # The images the real node runs (pause, busybox), built from test/images/.
 $(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
 	hack/install-real-node.sh
-	hack/build-node-images.sh $(NODE_IMAGES)
+	hack/build-node-images.sh $(NODE_IMAGES) pause busybox
+
+# The scorecard's test image, from the scorecard-test program of the OLM tools.
+$(NODE_IMAGES)/scorecard-test.tar: $(SCORECARD_TEST) hack/build-node-images.sh test/images/scorecard-test/Dockerfile
+	SCORECARD_TEST=$(SCORECARD_TEST) hack/build-node-images.sh $(NODE_IMAGES) scorecard-test
 
 $(OLM_BIN)/%:
 	hack/build-tool.sh $* $(OLM_BIN)

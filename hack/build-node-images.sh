@@ -7,13 +7,20 @@
 #     (test/images/pause);
 #   - docker.io/library/busybox:1.37.0: the operand's default image, from
 #     Debian's busybox-static (1.35: the name is the one the operator uses,
-#     the content is what Debian ships).
+#     the content is what Debian ships);
+#   - quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION: the
+#     scorecard's test program (the binary SCORECARD_TEST, built by
+#     hack/build-tool.sh scorecard-test), only when asked for.
 # The Makefile rebuilds them only when they are missing or older than
 # their sources: `make real-node-tools` is fast the second time.
-#   hack/build-node-images.sh OUTDIR
+#   hack/build-node-images.sh OUTDIR [IMAGE...]   (IMAGE: pause busybox
+#   scorecard-test; default pause busybox)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
+shift
+images=("$@")
+((${#images[@]})) || images=(pause busybox)
 source hack/lib/debian.sh
 use_buildah
 
@@ -32,9 +39,20 @@ image() {
   echo "built $name into $out/$archive"
 }
 
-mkdir -p "$work/pause"
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/pause/pause" ./test/images/pause
-image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile
-
-busybox_rootfs "$work/busybox/rootfs"
-image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile
+for img in "${images[@]}"; do
+  case "$img" in
+    pause)
+      mkdir -p "$work/pause"
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/pause/pause" ./test/images/pause
+      image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile ;;
+    busybox)
+      busybox_rootfs "$work/busybox/rootfs"
+      image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile ;;
+    scorecard-test)
+      : "${SCORECARD_TEST:?the scorecard-test binary (make olm-tools builds it)}" "${OPERATOR_SDK_VERSION:?}"
+      mkdir -p "$work/scorecard-test"
+      cp "$SCORECARD_TEST" "$work/scorecard-test/scorecard-test"
+      image scorecard-test.tar "quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION" "$work/scorecard-test" test/images/scorecard-test/Dockerfile ;;
+    *) echo "unknown image $img" >&2; exit 2 ;;
+  esac
+done

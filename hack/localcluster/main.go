@@ -60,6 +60,10 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", c.KubeconfigPath())
+	if reg := c.RegistryHost(); reg != "" {
+		// What a user needs to push an image that the node pulls.
+		fmt.Printf("# the node's registry: %s (HTTPS, CA %s; push quay.io/a/b:v1 as %s/a/b:v1)\n", reg, c.CAFile(), reg)
+	}
 	fmt.Fprintln(os.Stderr, "local cluster running; press Ctrl-C to stop it")
 	<-ctx.Done()
 	stop()

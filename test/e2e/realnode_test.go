@@ -50,8 +50,10 @@ func init() {
 			return err
 		}
 		o.RealNode = node
-		if !slices.ContainsFunc(node.Images, func(p string) bool { return filepath.Base(p) == "manager.tar" }) {
-			return fmt.Errorf("no manager.tar among the node's images: run the suite with `make test-real-node`, which builds it")
+		for _, want := range []string{"manager.tar", "scorecard-test.tar"} {
+			if !slices.ContainsFunc(node.Images, func(p string) bool { return filepath.Base(p) == want }) {
+				return fmt.Errorf("no %s among the node's images: run the suite with `make test-real-node`, which builds it", want)
+			}
 		}
 		// The manager Deployment of config/default is the operator:
 		// its image, built by `make docker-build`, runs on the node.
@@ -89,6 +91,7 @@ func TestRealNode(t *testing.T) {
 		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
 		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
 		{"NothingLeavesTheMachine", testRealNodeGuard},
+		{"ScorecardRunsItsTestsAsPods", testRealScorecard},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)

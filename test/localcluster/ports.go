@@ -49,12 +49,14 @@ type clusterPorts struct {
 	kubelet, kubeletHealthz int
 	// The real node's kube-proxy, on loopback.
 	kubeProxyHealthz, kubeProxyMetrics int
+	// The real node's registry, on loopback.
+	registry int
 }
 
 func pickPorts() (clusterPorts, error) {
-	p, err := freePorts(10)
+	p, err := freePorts(11)
 	if err != nil {
 		return clusterPorts{}, err
 	}
-	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]}, nil
+	return clusterPorts{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10]}, nil
 }

@@ -26,10 +26,11 @@ import (
 // everything back (see realnode_host.go). hack/install-real-node.sh
 // installs the packages.
 //
-// There is no registry: the images pods use are imported into containerd
-// from archives before the kubelet starts, under the names pods give.
+// The node pulls every image, the pod sandbox's too, from the cluster's own
+// registry (registry.go), into which the cluster pushes Images before the
+// kubelet starts, under the names that pods give.
 type RealNode struct {
-	// Images are image archives (docker-archive or OCI tars) to import.
+	// Images are docker-archive tars to push into the registry.
 	Images []string
 	// SandboxImage is the name of the pause image, one of Images.
 	SandboxImage string
@@ -69,9 +70,9 @@ func checkRealNodeHost(binDir string) error {
 			missing = append(missing, t)
 		}
 	}
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
-		if _, err := os.Stat(filepath.Join(cniBinDir, p)); err != nil {
-			missing = append(missing, filepath.Join(cniBinDir, p))
+	for _, p := range []string{filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), RegistryBinary} {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
 		}
 	}
 	for _, b := range []string{"kubelet", "kube-proxy"} {
@@ -113,6 +114,19 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := c.startRegistry(ctx); err != nil {
+		return err
+	}
+	for _, img := range opts.Images {
+		names, err := c.PushImageArchive(ctx, img)
+		if err != nil {
+			return err
+		}
+		c.logf("pushed %s into the registry: %s", filepath.Base(img), strings.Join(names, ", "))
+	}
+	if err := n.writeRegistryHosts(c.RegistryHost(), c.CAFile()); err != nil {
+		return err
+	}
 	if err := n.writeContainerdConfig(opts.SandboxImage); err != nil {
 		return err
 	}
@@ -127,13 +141,6 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		return exec.CommandContext(ctx, "ctr", "--address", n.containerdSocket(), "version").Run()
 	}); err != nil {
 		return err
-	}
-	for _, img := range opts.Images {
-		c.logf("importing %s into the node's containerd", filepath.Base(img))
-		if out, err := exec.CommandContext(ctx, "ctr", "--address", n.containerdSocket(), "-n", "k8s.io",
-			"images", "import", "--no-unpack", img).CombinedOutput(); err != nil {
-			return fmt.Errorf("importing %s: %w: %s", img, err, out)
-		}
 	}
 
 	if err := c.writeKubeletFiles(); err != nil {
@@ -240,6 +247,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = ` + q(n.path("containerd", "runc")) + `
+  # The registry of the cluster, also as the only mirror of the public
+  # ones (registry.go).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ` + q(n.path("certs.d")) + `
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = ` + q(cniBinDir) + `
     conf_dir = ` + q(n.path("cni", "net.d")) + `
@@ -326,10 +337,11 @@ func (c *Cluster) writeKubeletFiles() error {
 		ResolverConfig:           ptr.To(resolv),
 		// A test machine's disk and memory are what they are: evicting
 		// pods for them would be a test failure of its own.
-		EvictionHard:                map[string]string{"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+		EvictionHard: map[string]string{"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+		// No image garbage collection for the same reason.
 		ImageGCHighThresholdPercent: ptr.To(int32(100)),
 		ImageGCLowThresholdPercent:  ptr.To(int32(99)),
-		// The node's images are imported, not pulled; a pull would fail.
+		// Pulls come from a registry on loopback: let them run side by side.
 		SerializeImagePulls: ptr.To(false),
 	}
 	raw, err := yaml.Marshal(cfg)
@@ -373,16 +385,17 @@ func (c *Cluster) nodeNames() []string {
 
 // RealNodeImages is a RealNode with the image archives that
 // hack/build-node-images.sh writes into dir: the pause image, the operand's
-// default image and, when it is there, the manager's image.
+// default image and, when they are there, the manager's image and the
+// scorecard's test image.
 func RealNodeImages(dir string) (*RealNode, error) {
 	node := &RealNode{SandboxImage: "registry.k8s.io/pause:3.10"}
-	for _, name := range []string{"pause.tar", "busybox.tar", "manager.tar"} {
+	for _, name := range []string{"pause.tar", "busybox.tar", "manager.tar", "scorecard-test.tar"} {
 		p, err := filepath.Abs(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(p); err != nil {
-			if name == "manager.tar" {
+			if name == "manager.tar" || name == "scorecard-test.tar" {
 				continue // optional: the operator may run outside the cluster
 			}
 			return nil, fmt.Errorf("%w (hack/build-node-images.sh %s builds it)", err, dir)
@@ -399,7 +412,7 @@ func (c *Cluster) NodeTasks(ctx context.Context) (map[string]int, error) {
 	if c.node == nil {
 		return nil, errors.New("the cluster has no real node")
 	}
-	out, err := exec.CommandContext(ctx, "ctr", "--address", c.node.containerdSocket(), "-n", "k8s.io", "tasks", "ls").Output()
+	out, err := c.ctrCommand(ctx, "tasks", "ls").Output()
 	if err != nil {
 		return nil, fmt.Errorf("ctr tasks ls: %w", err)
 	}
