@@ -53,6 +53,8 @@ OPERATOR_SDK ?= $(OLM_BIN)/operator-sdk
 OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 KUBECTL ?= $(K8S_BIN)/kubectl
+# The image archives a real node's registry is filled with (docs/local-cluster.md).
+NODE_IMAGES ?= $(LOCALBIN)/node-images
 
 .PHONY: all
 all: build
@@ -169,7 +171,7 @@ BUNDLE_CSV := bundle/manifests/podset-operator.clusterserviceversion.yaml
 OPM_IMG ?= quay.io/operator-framework/opm:$(OPM_VERSION)
 
 .PHONY: olm-tools
-olm-tools: $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) $(OLM_BIN)/olm $(OLM_BIN)/catalog ## Build operator-sdk, opm, scorecard-test, and OLM's olm and catalog operators.
+olm-tools: $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb ## Build operator-sdk, opm, scorecard-test, and OLM's olm and catalog operators and cpb (its unpack Job's copier).
 
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.Dockerfile from config/ and validate them.
@@ -201,12 +203,21 @@ bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: test-manager-image
-test-manager-image: ## Build the manager image with docker-build and buildah over stand-in base images (see docs/local-cluster.md) and check it: user 65532, static /manager that starts, nothing else.
-	hack/test-manager-image.sh
+test-manager-image: ## Build the manager image with docker-build and buildah over stand-in base images (see docs/local-cluster.md) and check it: user 65532, static /manager that starts, nothing else. Saves it for the real node.
+	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 
 .PHONY: test-bundle-image
-test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/.
-	hack/test-bundle-image.sh
+test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/. Saves it for the real node.
+	OUT=$(NODE_IMAGES) hack/test-bundle-image.sh $(BUNDLE_IMG)
+
+# The two images above as archives for the real node's registry: the real-node
+# targets have the tests above make them again only when their sources are
+# newer (after changing IMG or BUNDLE_IMG, run the tests above).
+MANAGER_SOURCES := Dockerfile go.mod go.sum main.go $(shell find api controllers -name '*.go' -not -name '*_test.go')
+$(NODE_IMAGES)/manager.tar: $(MANAGER_SOURCES)
+	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
+$(NODE_IMAGES)/bundle.tar: bundle.Dockerfile bundle.Dockerfile.dockerignore $(shell find bundle -type f)
+	OUT=$(NODE_IMAGES) hack/test-bundle-image.sh $(BUNDLE_IMG)
 
 .PHONY: bundle-push
 bundle-push: ## Push the bundle image.
@@ -244,6 +255,11 @@ test-olm: cluster-tools olm-tools build ## Install the operator through real OLM
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" MANAGER_BIN="$(LOCALBIN)/manager" \
 	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m
 
+.PHONY: test-olm-real
+test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle.tar ## On a real node (needs root): operator-sdk run bundle from the node's registry, with OLM's unpack Job really running, then operator-sdk cleanup.
+	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" \
+	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=30m
+
 ##@ Local cluster and end-to-end
 
 # The commit of release v0.1.0 (before pod template updates). The e2e suite
@@ -256,7 +272,6 @@ UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
 # NODE=real runs one real node (kubelet + containerd, needs root) instead of
 # the kwok nodes: see docs/local-cluster.md, "A real node".
 NODE ?= kwok
-NODE_IMAGES ?= $(LOCALBIN)/node-images
 ifeq ($(NODE),real)
 NODE_TOOLS = real-node-tools
 NODE_FLAGS = --real-node --node-images $(NODE_IMAGES)
@@ -292,10 +307,9 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
 
 .PHONY: test-real-node
-test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
-	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
 	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
@@ -341,6 +355,12 @@ real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox
 $(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
 	hack/install-real-node.sh
 	hack/build-node-images.sh $(NODE_IMAGES) pause busybox
+
+# OLM's images for its unpack Job and operator-sdk run bundle's catalog pod.
+$(NODE_IMAGES)/opm.tar: $(OPM) hack/build-node-images.sh test/images/opm/Dockerfile
+	OPM=$(OPM) hack/build-node-images.sh $(NODE_IMAGES) opm
+$(NODE_IMAGES)/olm.tar: $(OLM_BIN)/cpb hack/build-node-images.sh test/images/olm/Dockerfile
+	CPB=$(OLM_BIN)/cpb hack/build-node-images.sh $(NODE_IMAGES) olm
 
 # The scorecard's test image, from the scorecard-test program of the OLM tools.
 $(NODE_IMAGES)/scorecard-test.tar: $(SCORECARD_TEST) hack/build-node-images.sh test/images/scorecard-test/Dockerfile

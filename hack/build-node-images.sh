@@ -10,11 +10,16 @@
 #     the content is what Debian ships);
 #   - quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION: the
 #     scorecard's test program (the binary SCORECARD_TEST, built by
-#     hack/build-tool.sh scorecard-test), only when asked for.
+#     hack/build-tool.sh scorecard-test), only when asked for;
+#   - quay.io/operator-framework/opm:$OPM_VERSION: busybox with the opm
+#     binary OPM in /bin (OLM's unpack Job runs `opm alpha bundle extract`,
+#     operator-sdk run bundle's catalog pod `sh -c "opm serve ..."`);
+#   - quay.io/operator-framework/olm:$OLM_VERSION: busybox with OLM's cpb
+#     (the binary CPB) in /bin, the unpack Job's util image (`cp`, `cpb`).
 # The Makefile rebuilds them only when they are missing or older than
 # their sources: `make real-node-tools` is fast the second time.
 #   hack/build-node-images.sh OUTDIR [IMAGE...]   (IMAGE: pause busybox
-#   scorecard-test; default pause busybox)
+#   scorecard-test opm olm; default pause busybox)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -53,6 +58,17 @@ for img in "${images[@]}"; do
       mkdir -p "$work/scorecard-test"
       cp "$SCORECARD_TEST" "$work/scorecard-test/scorecard-test"
       image scorecard-test.tar "quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION" "$work/scorecard-test" test/images/scorecard-test/Dockerfile ;;
+    opm)
+      : "${OPM:?the opm binary (make olm-tools builds it)}" "${OPM_VERSION:?}"
+      busybox_rootfs "$work/opm/rootfs"
+      mkdir -p "$work/opm/configs"
+      cp "$OPM" "$work/opm/opm"
+      image opm.tar "quay.io/operator-framework/opm:$OPM_VERSION" "$work/opm" test/images/opm/Dockerfile ;;
+    olm)
+      : "${CPB:?the cpb binary (hack/build-tool.sh cpb builds it)}" "${OLM_VERSION:?}"
+      busybox_rootfs "$work/olm/rootfs"
+      cp "$CPB" "$work/olm/cpb"
+      image olm.tar "quay.io/operator-framework/olm:$OLM_VERSION" "$work/olm" test/images/olm/Dockerfile ;;
     *) echo "unknown image $img" >&2; exit 2 ;;
   esac
 done

@@ -86,10 +86,12 @@ case "$tool" in
     wrapper github.com/operator-framework/operator-registry "$OPM_VERSION" github.com/operator-framework/operator-registry/cmd/opm
     go mod tidy >/dev/null
     go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$out/opm" github.com/operator-framework/operator-registry/cmd/opm ;;
-  olm|catalog)
+  olm|catalog|cpb)
     module_src github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION"
     cd src && rm -rf vendor
-    go build -mod=mod -trimpath -ldflags "-s -w" -o "$out/$tool" "./cmd/$tool"
+    # cpb copies a bundle image's manifests in OLM's unpack Job.
+    pkg=./cmd/$tool; [ "$tool" = cpb ] && pkg=./util/cpb
+    go build -mod=mod -trimpath -ldflags "-s -w" -o "$out/$tool" "$pkg"
     mkdir -p "$out/olm-crds" && cp deploy/chart/crds/*.yaml "$out/olm-crds/" ;;
   operator-sdk|scorecard-test)
     module_src github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION"

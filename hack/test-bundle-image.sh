@@ -3,11 +3,15 @@
 # buildah (Debian's package, installed when missing; no daemon, vfs storage,
 # chroot isolation), and checks that the image holds exactly what bundle/
 # holds. bundle.Dockerfile is FROM scratch, so this needs no base image.
+# With OUT set, it also saves the image as OUT/bundle.tar (a docker-archive)
+# under the name IMAGE (default BUNDLE_IMG's default), for the real node's
+# registry.
+#   [OUT=DIR] hack/test-bundle-image.sh [IMAGE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source hack/lib/debian.sh
 use_buildah
-img=localhost/podset-operator-bundle:test-$$
+img=${1:-localhost/podset-operator-bundle:test-$$}
 make --no-print-directory bundle-build CONTAINER_TOOL=buildah BUNDLE_IMG="$img"
 ctr=$(buildah from "$img")
 cleanup() { buildah rm "$ctr" >/dev/null || true; buildah rmi "$img" >/dev/null || true; }
@@ -21,4 +25,9 @@ extra=$(cd "$root" && find . -mindepth 1 | grep -v -E '^\./(manifests|metadata|t
 [[ -z "$extra" ]] || { echo "unexpected files in the bundle image:" >&2; echo "$extra" >&2; exit 1; }
 labels=$(buildah inspect --format '{{index .OCIv1.Config.Labels "operators.operatorframework.io.bundle.package.v1"}}' "$img")
 [[ "$labels" == podset-operator ]] || { echo "bundle image package label is '$labels'" >&2; exit 1; }
+if [[ -n "${OUT:-}" ]]; then
+  mkdir -p "$OUT"
+  rm -f "$OUT/bundle.tar"
+  buildah push --quiet "$img" "docker-archive:$OUT/bundle.tar:$img" >/dev/null
+fi
 echo "bundle image $img: holds exactly bundle/ (manifests, metadata, tests/scorecard)"

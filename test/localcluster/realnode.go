@@ -383,24 +383,24 @@ func (c *Cluster) nodeNames() []string {
 	return names
 }
 
-// RealNodeImages is a RealNode with the image archives that
-// hack/build-node-images.sh writes into dir: the pause image, the operand's
-// default image and, when they are there, the manager's image and the
-// scorecard's test image.
+// RealNodeImages is a RealNode with every image archive (*.tar) that
+// hack/build-node-images.sh and the Makefile's image targets write into
+// dir: the pause image and the operand's default image, which it requires,
+// and whatever else is there (the manager's image, the bundle, OLM's and the
+// scorecard's stand-ins).
 func RealNodeImages(dir string) (*RealNode, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	node := &RealNode{SandboxImage: "registry.k8s.io/pause:3.10"}
-	for _, name := range []string{"pause.tar", "busybox.tar", "manager.tar", "scorecard-test.tar"} {
-		p, err := filepath.Abs(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := os.Stat(p); err != nil {
-			if name == "manager.tar" || name == "scorecard-test.tar" {
-				continue // optional: the operator may run outside the cluster
-			}
+	for _, required := range []string{"pause.tar", "busybox.tar"} {
+		if _, err := os.Stat(filepath.Join(abs, required)); err != nil {
 			return nil, fmt.Errorf("%w (hack/build-node-images.sh %s builds it)", err, dir)
 		}
-		node.Images = append(node.Images, p)
+	}
+	if node.Images, err = filepath.Glob(filepath.Join(abs, "*.tar")); err != nil {
+		return nil, err
 	}
 	return node, nil
 }

@@ -1,22 +1,13 @@
 // Package olm_test installs the operator the way its users do, through the
 // real Operator Lifecycle Manager, on a local cluster (test/localcluster):
-// OLM's own CRDs, its `olm` and `catalog` operators built from
-// github.com/operator-framework/operator-lifecycle-manager, and the project's
-// file-based catalog (catalog/) served by the real `opm serve`.
-//
-// Two things a cluster without containers cannot do are provided here:
-//   - the fake (kwok) Nodes carry kubernetes.io/os=linux, which the bundle
-//     unpack Job's pod selects (test/localcluster labels them);
-//   - the unpack pod never runs, so the ConfigMap it would fill with the
-//     bundle is filled by running the real `opm alpha bundle extract` on
-//     bundle/ (see unpackBundles).
-//
-// The operator itself runs as a local process with a token of the
-// ServiceAccount OLM created from the CSV, so the RBAC under test is exactly
-// what the CSV grants.
-//
-// `make test-olm` builds every binary and sets K8S_BIN, OLM_BIN and
-// MANAGER_BIN.
+// OLM's own CRDs and its `olm` and `catalog` operators built from
+// github.com/operator-framework/operator-lifecycle-manager, run as
+// processes. Two suites share this file:
+//   - `make test-olm` (kwok_test.go, olm_test.go): kwok nodes, the project's
+//     file-based catalog (catalog/) served by the real `opm serve`, all four
+//     install modes;
+//   - `make test-olm-real` (build tag realnode, realnode_test.go): a real
+//     node and its registry, and the operator-sdk commands that users run.
 package olm_test
 
 import (
@@ -25,11 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +48,7 @@ const (
 	channel = "stable"
 	// What the CSV names the operator's Deployment and ServiceAccount.
 	operatorName = "podset-operator-controller-manager"
+	crdName      = "podsets.app.example.com"
 )
 
 var (
@@ -70,6 +59,8 @@ var (
 	bins     struct{ k8s, olm, manager, opm string }
 	// The process logs, in a directory kept when the run fails.
 	logDir string
+	// afterClusterStop, when set, checks what the stopped cluster left.
+	afterClusterStop func() error
 )
 
 func TestMain(m *testing.M) {
@@ -86,9 +77,9 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	bins.k8s, bins.olm, bins.manager = os.Getenv("K8S_BIN"), os.Getenv("OLM_BIN"), os.Getenv("MANAGER_BIN")
-	if bins.k8s == "" || bins.olm == "" || bins.manager == "" {
-		fmt.Fprintln(os.Stderr, "K8S_BIN, OLM_BIN and MANAGER_BIN must be set; run `make test-olm`")
+	bins.k8s, bins.olm = os.Getenv("K8S_BIN"), os.Getenv("OLM_BIN")
+	if bins.k8s == "" || bins.olm == "" {
+		fmt.Fprintln(os.Stderr, "K8S_BIN and OLM_BIN must be set; run `make test-olm` or `make test-olm-real`")
 		return 1
 	}
 	bins.opm = filepath.Join(bins.olm, "opm")
@@ -119,6 +110,12 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
 		}
 	}
+	if afterClusterStop != nil {
+		if err := afterClusterStop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	if code == 0 {
 		_ = os.RemoveAll(logDir)
 	} else {
@@ -127,14 +124,11 @@ func run(m *testing.M) int {
 	return code
 }
 
-// setUp starts the cluster, installs OLM, serves the catalog and waits until
-// OLM is connected to it.
-func setUp(ctx context.Context) error {
+// startOLM installs OLM's CRDs (and the monitoring CRDs the bundle's
+// objects need) and runs its olm and catalog operators as processes, with
+// catalogArgs added to the catalog operator's flags.
+func startOLM(ctx context.Context, catalogArgs ...string) error {
 	var err error
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: bins.k8s, Out: os.Stderr})
-	if err != nil {
-		return fmt.Errorf("starting the local cluster: %w", err)
-	}
 	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
@@ -147,7 +141,6 @@ func setUp(ctx context.Context) error {
 	if err := createNamespace(ctx, olmNamespace); err != nil {
 		return err
 	}
-
 	kubeconfig := cluster.KubeconfigPath()
 	// --writeStatusName "": there is no OpenShift ClusterOperator to report to.
 	if err := start("olm", filepath.Join(bins.olm, "olm"), []string{
@@ -155,57 +148,9 @@ func setUp(ctx context.Context) error {
 	}, "KUBECONFIG="+kubeconfig, "OPERATOR_NAMESPACE="+olmNamespace, "OPERATOR_NAME=olm-operator"); err != nil {
 		return err
 	}
-	// The images only name what the unpack Job and registry pods would run;
-	// nothing is pulled here. They are pinned to the versions under test.
-	if err := start("catalog", filepath.Join(bins.olm, "catalog"), []string{
+	return start("catalog", filepath.Join(bins.olm, "catalog"), append([]string{
 		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
-		"--opmImage", "quay.io/operator-framework/opm:v1.60.0",
-		"--util-image", "quay.io/operator-framework/olm:v0.28.0",
-		"--configmapServerImage", "quay.io/operator-framework/configmap-operator-registry:v1.60.0",
-	}, "KUBECONFIG="+kubeconfig); err != nil {
-		return err
-	}
-
-	port, err := localcluster.FreePort()
-	if err != nil {
-		return err
-	}
-	pprof, err := localcluster.FreePort()
-	if err != nil {
-		return err
-	}
-	if err := start("opm-serve", bins.opm, []string{
-		"serve", filepath.Join(repoRoot, "catalog"), "--port", strconv.Itoa(port),
-		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(pprof),
-		"--termination-log", filepath.Join(logDir, "opm-serve.termination"),
-	}); err != nil {
-		return err
-	}
-
-	go unpackBundles(ctx)
-
-	cs := &operatorsv1alpha1.CatalogSource{
-		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
-		Spec: operatorsv1alpha1.CatalogSourceSpec{
-			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
-			Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			DisplayName: "PodSet Operator (local catalog/)",
-			Publisher:   "podset-operator tests",
-		},
-	}
-	if err := k8s.Create(ctx, cs); err != nil {
-		return fmt.Errorf("creating the CatalogSource: %w", err)
-	}
-	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, "", err
-		}
-		state := ""
-		if cs.Status.GRPCConnectionState != nil {
-			state = cs.Status.GRPCConnectionState.LastObservedState
-		}
-		return state == "READY", "CatalogSource connection state " + state, nil
-	})
+	}, catalogArgs...), "KUBECONFIG="+kubeconfig)
 }
 
 // installOLMCRDs creates the CRDs shipped in the OLM module (hack/build-tool.sh
@@ -274,44 +219,6 @@ func waitEstablished(ctx context.Context, name string) error {
 		}
 		return false, "CRD " + name + " not Established", nil
 	})
-}
-
-// unpackBundles plays the part of OLM's bundle unpack pod, which kwok never
-// runs: whenever the catalog operator creates the (empty) ConfigMap the pod
-// would fill, fill it with the real `opm alpha bundle extract`, the command
-// the pod runs, from bundle/ (which is what catalog/ was rendered from).
-func unpackBundles(ctx context.Context) {
-	done := map[string]bool{}
-	for ctx.Err() == nil {
-		var cms corev1.ConfigMapList
-		if err := k8s.List(ctx, &cms, client.InNamespace(olmNamespace), client.MatchingLabels{"olm.managed": "true"}); err == nil {
-			for _, cm := range cms.Items {
-				if len(cm.Data) > 0 || len(cm.BinaryData) > 0 || done[string(cm.UID)] || !ownedByCatalogSource(&cm) {
-					continue
-				}
-				out, err := exec.CommandContext(ctx, bins.opm, "alpha", "bundle", "extract",
-					"-m", filepath.Join(repoRoot, "bundle")+"/", "-n", olmNamespace, "-c", cm.Name, "-z",
-					"-k", cluster.KubeconfigPath()).CombinedOutput()
-				logf("opm alpha bundle extract -c %s: err=%v\n%s", cm.Name, err, out)
-				if err == nil {
-					done[string(cm.UID)] = true
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func ownedByCatalogSource(o metav1.Object) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.Kind == operatorsv1alpha1.CatalogSourceKind {
-			return true
-		}
-	}
-	return false
 }
 
 func createNamespace(ctx context.Context, name string) error {
@@ -409,5 +316,32 @@ func poll(ctx context.Context, timeout time.Duration, check func() (bool, string
 			return fmt.Errorf("timed out after %s: %s", timeout, last)
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+}
+
+// ownedPods are the live pods that ps controls.
+func ownedPods(ctx context.Context, ps *appv1alpha1.PodSet) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ps.Namespace)); err != nil {
+		return nil, err
+	}
+	var owned []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, ref := range p.OwnerReferences {
+			if ref.UID == ps.UID && ref.Controller != nil && *ref.Controller {
+				owned = append(owned, p)
+			}
+		}
+	}
+	return owned, nil
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !realnode
+
 package olm_test
 
 import (
@@ -29,7 +31,6 @@ import (
 	"github.com/example/podset-operator/test/localcluster"
 )
 
-const crdName = "podsets.app.example.com"
 
 // TestOLM installs, exercises and uninstalls the operator in all four install
 // modes, one after the other on the same cluster (each uninstall must leave
@@ -479,25 +480,6 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 	must(t, k8s.Delete(ctx, &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: m.operatorNS}}))
 }
 
-func ownedPods(ctx context.Context, ps *appv1alpha1.PodSet) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := k8s.List(ctx, &pods, client.InNamespace(ps.Namespace)); err != nil {
-		return nil, err
-	}
-	var owned []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, ref := range p.OwnerReferences {
-			if ref.UID == ps.UID && ref.Controller != nil && *ref.Controller {
-				owned = append(owned, p)
-			}
-		}
-	}
-	return owned, nil
-}
-
 func grep(s, substr string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
@@ -506,13 +488,6 @@ func grep(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // sameSet compares two comma-separated lists regardless of order.
