@@ -31,7 +31,6 @@ import (
 	"github.com/example/podset-operator/test/localcluster"
 )
 
-
 // TestOLM installs, exercises and uninstalls the operator in all four install
 // modes, one after the other on the same cluster (each uninstall must leave
 // the cluster as it found it for the next install to be meaningful).
