@@ -53,6 +53,11 @@ OPERATOR_SDK ?= $(OLM_BIN)/operator-sdk
 OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 KUBECTL ?= $(K8S_BIN)/kubectl
+# The commit of release v0.1.0 (before pod template updates). The e2e suite
+# builds its manager from git history and upgrades from it; test-olm-real
+# builds its images and bundle-upgrades from it.
+UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
+PREVIOUS_VERSION = $(shell git show $(UPGRADE_FROM_REV):Makefile | sed -n 's/^VERSION ?= //p')
 # The image archives a real node's registry is filled with (docs/local-cluster.md).
 NODE_IMAGES ?= $(LOCALBIN)/node-images
 
@@ -236,8 +241,9 @@ scorecard-local: $(SCORECARD_TEST) ## Run the same scorecard tests over bundle/ 
 	hack/scorecard-local.sh $(SCORECARD_TEST) bundle
 
 .PHONY: catalog
-catalog: $(OPM) ## Render catalog/ (file-based catalog) from bundle/ and validate it.
-	hack/render-catalog.sh $(OPM) bundle catalog podset-operator $(BUNDLE_IMG) $(CHANNELS) $(DEFAULT_CHANNEL) config/manifests/icon.svg
+catalog: $(OPM) ## Render catalog/ (file-based catalog) from bundle/ and the previous release's catalog (git history), with the upgrade edge, and validate it.
+	mkdir -p $(LOCALBIN) && git show $(UPGRADE_FROM_REV):catalog/podset-operator/catalog.yaml > $(LOCALBIN)/previous-catalog.yaml
+	hack/render-catalog.sh $(OPM) bundle catalog podset-operator $(BUNDLE_IMG) $(CHANNELS) $(DEFAULT_CHANNEL) config/manifests/icon.svg $(LOCALBIN)/previous-catalog.yaml
 	$(OPM) validate catalog
 	rm -f catalog.Dockerfile
 	$(OPM) generate dockerfile catalog --base-image=$(OPM_IMG) --builder-image=$(OPM_IMG)
@@ -245,6 +251,13 @@ catalog: $(OPM) ## Render catalog/ (file-based catalog) from bundle/ and validat
 .PHONY: catalog-build
 catalog-build: ## Build the catalog image CATALOG_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: test-catalog-image
+test-catalog-image: $(NODE_IMAGES)/opm.tar ## Build the catalog image with catalog-build and buildah over a stand-in of its opm base image and check it: /configs is catalog/, the serve cache, the catalog label. Saves it for the real node.
+	OPM_ARCHIVE=$(NODE_IMAGES)/opm.tar OUT=$(NODE_IMAGES) hack/test-catalog-image.sh $(CATALOG_IMG)
+
+$(NODE_IMAGES)/catalog.tar: $(NODE_IMAGES)/opm.tar catalog.Dockerfile catalog.Dockerfile.dockerignore $(shell find catalog -type f)
+	OPM_ARCHIVE=$(NODE_IMAGES)/opm.tar OUT=$(NODE_IMAGES) hack/test-catalog-image.sh $(CATALOG_IMG)
 
 .PHONY: catalog-push
 catalog-push: ## Push the catalog image.
@@ -256,15 +269,12 @@ test-olm: cluster-tools olm-tools build ## Install the operator through real OLM
 	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m
 
 .PHONY: test-olm-real
-test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle.tar ## On a real node (needs root): operator-sdk run bundle from the node's registry, with OLM's unpack Job really running, then operator-sdk cleanup.
-	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" \
+test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar $(NODE_IMAGES)/catalog.tar ## On a real node (needs root): operator-sdk run bundle from the node's registry (OLM's unpack Job really running) and cleanup, run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
+	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" PREVIOUS_VERSION="$(PREVIOUS_VERSION)" \
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=30m
 
 ##@ Local cluster and end-to-end
 
-# The commit of release v0.1.0 (before pod template updates). The e2e suite
-# builds its manager from git history and upgrades from it.
-UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
 
 # A control plane on loopback (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) with kwok nodes: see docs/local-cluster.md.
@@ -355,6 +365,10 @@ real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox
 $(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
 	hack/install-real-node.sh
 	hack/build-node-images.sh $(NODE_IMAGES) pause busybox
+
+# The previous release's manager and bundle images, built from git history.
+$(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar: hack/build-previous-release.sh
+	hack/build-previous-release.sh $(UPGRADE_FROM_REV) $(NODE_IMAGES)
 
 # OLM's images for its unpack Job and operator-sdk run bundle's catalog pod.
 $(NODE_IMAGES)/opm.tar: $(OPM) hack/build-node-images.sh test/images/opm/Dockerfile

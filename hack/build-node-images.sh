@@ -7,7 +7,8 @@
 #     (test/images/pause);
 #   - docker.io/library/busybox:1.37.0: the operand's default image, from
 #     Debian's busybox-static (1.35: the name is the one the operator uses,
-#     the content is what Debian ships);
+#     the content is what Debian ships), also as busybox:1.36.0, the
+#     operator-sdk run bundle default;
 #   - quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION: the
 #     scorecard's test program (the binary SCORECARD_TEST, built by
 #     hack/build-tool.sh scorecard-test), only when asked for;
@@ -52,7 +53,10 @@ for img in "${images[@]}"; do
       image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile ;;
     busybox)
       busybox_rootfs "$work/busybox/rootfs"
-      image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile ;;
+      image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile
+      # operator-sdk run bundle's and bundle-upgrade's default init image
+      # (bundle-upgrade has no flag to change it): the same stand-in.
+      image busybox-1.36.0.tar docker.io/library/busybox:1.36.0 "$work/busybox" test/images/busybox/Dockerfile ;;
     scorecard-test)
       : "${SCORECARD_TEST:?the scorecard-test binary (make olm-tools builds it)}" "${OPERATOR_SDK_VERSION:?}"
       mkdir -p "$work/scorecard-test"

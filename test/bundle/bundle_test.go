@@ -284,7 +284,10 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // TestCatalogMatchesBundle fails when catalog/ was not re-rendered after
 // `make bundle`: the file-based catalog embeds every bundle manifest (as
-// olm.bundle.object properties), and that copy is what OLM installs.
+// olm.bundle.object properties), and that copy is what OLM installs. It
+// also checks the upgrade edge: beside this bundle the catalog keeps the
+// earlier releases' bundles, and in every channel this bundle's entry
+// replaces the channel's previous head and skips the CSV's olm.skipRange.
 func TestCatalogMatchesBundle(t *testing.T) {
 	data, err := os.ReadFile("../../catalog/podset-operator/catalog.yaml")
 	if err != nil {
@@ -293,9 +296,14 @@ func TestCatalogMatchesBundle(t *testing.T) {
 	b := loadBundle(t)
 	var (
 		bundles         int
+		earlier         = map[string]bool{} // earlier releases' bundles
 		embedded        = map[string]any{}
 		defaultChannel  string
 		channelsWithCSV = map[string]bool{}
+		// per channel: the entry before this bundle's, and this bundle's edge
+		previousHead = map[string]string{}
+		replaces     = map[string]string{}
+		skipRange    = map[string]string{}
 	)
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var m struct {
@@ -303,7 +311,9 @@ func TestCatalogMatchesBundle(t *testing.T) {
 			Name           string `json:"name"`
 			DefaultChannel string `json:"defaultChannel"`
 			Entries        []struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Replaces  string `json:"replaces"`
+				SkipRange string `json:"skipRange"`
 			} `json:"entries"`
 			Properties []struct {
 				Type  string          `json:"type"`
@@ -317,16 +327,21 @@ func TestCatalogMatchesBundle(t *testing.T) {
 		case "olm.package":
 			defaultChannel = m.DefaultChannel
 		case "olm.channel":
-			for _, e := range m.Entries {
+			for i, e := range m.Entries {
 				if e.Name == b.CSV.Name {
 					channelsWithCSV[m.Name] = true
+					replaces[m.Name], skipRange[m.Name] = e.Replaces, e.SkipRange
+					if i > 0 {
+						previousHead[m.Name] = m.Entries[i-1].Name
+					}
 				}
 			}
 		case "olm.bundle":
-			bundles++
 			if m.Name != b.CSV.Name {
-				t.Errorf("catalog bundle %q, bundle/ CSV %q: run `make catalog`", m.Name, b.CSV.Name)
+				earlier[m.Name] = true
+				continue
 			}
+			bundles++
 			for _, p := range m.Properties {
 				if p.Type != "olm.bundle.object" {
 					continue
@@ -346,7 +361,20 @@ func TestCatalogMatchesBundle(t *testing.T) {
 		}
 	}
 	if bundles != 1 {
-		t.Fatalf("want one olm.bundle in the catalog, got %d", bundles)
+		t.Fatalf("want one olm.bundle of %s in the catalog, got %d: run `make catalog`", b.CSV.Name, bundles)
+	}
+	for ch := range channelsWithCSV {
+		if head := previousHead[ch]; head != "" {
+			if !earlier[head] {
+				t.Errorf("channel %s lists %s, which has no olm.bundle", ch, head)
+			}
+			if replaces[ch] != head {
+				t.Errorf("channel %s: %s replaces %q, want the previous head %q", ch, b.CSV.Name, replaces[ch], head)
+			}
+		}
+		if want := b.CSV.Annotations["olm.skipRange"]; skipRange[ch] != want {
+			t.Errorf("channel %s: %s skipRange %q, want the CSV's olm.skipRange %q", ch, b.CSV.Name, skipRange[ch], want)
+		}
 	}
 	if defaultChannel == "" || !channelsWithCSV[defaultChannel] {
 		t.Errorf("default channel %q does not contain %s (channels with it: %v)", defaultChannel, b.CSV.Name, channelsWithCSV)

@@ -149,7 +149,11 @@ func (n *realNode) writeRegistryHosts(registryHost, caFile string) error {
 	q := strconv.Quote
 	local := "https://" + registryHost
 	write := func(dir string) error {
+		// ca at the top applies to server: containerd falls back to it
+		// when the host has no such image, and would then fail on TLS
+		// instead of saying "not found".
 		hosts := `server = ` + q(local) + `
+ca = ` + q(caFile) + `
 
 [host.` + q(local) + `]
   capabilities = ["pull", "resolve"]

@@ -16,13 +16,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +36,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/test/localcluster"
@@ -68,6 +72,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The clients log only API warnings (a field the previous release's CRD
+	// does not know); discard them rather than warn about a missing logger.
+	crlog.SetLogger(logr.Discard())
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
 		operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme, appv1alpha1.AddToScheme,
@@ -151,6 +158,50 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	return start("catalog", filepath.Join(bins.olm, "catalog"), append([]string{
 		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
 	}, catalogArgs...), "KUBECONFIG="+kubeconfig)
+}
+
+// serveCatalog serves catalog/ with the real `opm serve` on this machine,
+// creates the CatalogSource that points OLM's catalog operator at it, and
+// waits until OLM is connected.
+func serveCatalog(ctx context.Context) error {
+	port, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	pprof, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	if err := start("opm-serve", bins.opm, []string{
+		"serve", filepath.Join(repoRoot, "catalog"), "--port", strconv.Itoa(port),
+		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(pprof),
+		"--termination-log", filepath.Join(logDir, "opm-serve.termination"),
+	}); err != nil {
+		return err
+	}
+
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{
+			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+			Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			DisplayName: "PodSet Operator (local catalog/)",
+			Publisher:   "podset-operator tests",
+		},
+	}
+	if err := k8s.Create(ctx, cs); err != nil {
+		return fmt.Errorf("creating the CatalogSource: %w", err)
+	}
+	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, "", err
+		}
+		state := ""
+		if cs.Status.GRPCConnectionState != nil {
+			state = cs.Status.GRPCConnectionState.LastObservedState
+		}
+		return state == "READY", "CatalogSource connection state " + state, nil
+	})
 }
 
 // installOLMCRDs creates the CRDs shipped in the OLM module (hack/build-tool.sh

@@ -16,11 +16,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +35,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,8 +51,6 @@ import (
 const (
 	opmImage  = "quay.io/operator-framework/opm:v1.60.0"
 	utilImage = "quay.io/operator-framework/olm:v0.28.0"
-	// operator-sdk run bundle's default (busybox:1.36.0) is not here.
-	decompressionImage = "docker.io/library/busybox:1.37.0"
 )
 
 // version is the bundle's (Makefile VERSION).
@@ -91,6 +96,70 @@ func setUp(ctx context.Context) error {
 	return startOLM(ctx, "--opmImage", opmImage, "--util-image", utilImage)
 }
 
+// serveCatalogImage runs the catalog image (make catalog-build) as a pod in
+// OLM's namespace, serving on its pod address, and points a CatalogSource at
+// it. (A CatalogSource with spec.image would have OLM run the same pod, but
+// address it by its Service's DNS name, which the catalog operator, a process
+// on this machine, cannot resolve.)
+func serveCatalogImage(t *testing.T, ctx context.Context) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace, Labels: map[string]string{"app": catalogName}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "catalog",
+			Image: "quay.io/example/podset-operator-catalog:v" + version,
+			Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: 50051}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(50051)},
+			}, PeriodSeconds: 1},
+		}}},
+	}
+	must(t, k8s.Create(ctx, pod))
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, "", err
+		}
+		ready := false
+		for _, c := range pod.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		return ready && pod.Status.PodIP != "", fmt.Sprintf("catalog pod %s, ready %v", pod.Status.Phase, ready), nil
+	}))
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{
+			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+			Address:     net.JoinHostPort(pod.Status.PodIP, "50051"),
+			DisplayName: "PodSet Operator (catalog image)",
+			Publisher:   "podset-operator tests",
+		},
+	}
+	must(t, k8s.Create(ctx, cs))
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, "", err
+		}
+		state := ""
+		if cs.Status.GRPCConnectionState != nil {
+			state = cs.Status.GRPCConnectionState.LastObservedState
+		}
+		return state == "READY", "CatalogSource connection state " + state, nil
+	}))
+}
+
+// kubectl runs the cluster's kubectl as a user would.
+func kubectl(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.k8s, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath())
+	out, err := cmd.CombinedOutput()
+	logf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 // registryRef is ref (an upstream name) as the CLI on this machine reaches
 // it: the same repository in the cluster's registry.
 func registryRef(t *testing.T, ref string) string {
@@ -127,27 +196,13 @@ func TestRunBundle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ns := "podset-run-bundle"
-	// baseline, not restricted: run bundle's catalog pod has an init
-	// container without a restricted security context, whatever
-	// --security-context-config says (operator-sdk issue 7039).
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "baseline",
-	}}}))
-	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
-		// Pods are refused in a namespace until its default ServiceAccount exists.
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
-		return err == nil, "no default ServiceAccount in " + ns, err
-	}))
+	createBaselineNamespace(t, ctx, ns)
 
 	bundle := registryRef(t, "quay.io/example/podset-operator-bundle:v"+version)
 	operatorSDK(t, ctx, "run", "bundle", bundle, "--namespace", ns, "--timeout", "5m",
-		"--index-image", registryRef(t, opmImage), "--decompression-image", decompressionImage)
+		"--index-image", registryRef(t, opmImage))
 
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packageName + ".v" + version}, csv))
-	if csv.Status.Phase != operatorsv1alpha1.CSVPhaseSucceeded {
-		t.Fatalf("CSV %s is %s after run bundle: %s", csv.Name, csv.Status.Phase, csv.Status.Message)
-	}
+	waitForOperator(t, ctx, ns, version)
 
 	// OLM unpacked the bundle with its own Job, on the node.
 	var jobs batchv1.JobList
@@ -162,48 +217,23 @@ func TestRunBundle(t *testing.T) {
 		t.Fatalf("no bundle unpack Job succeeded in %s: %d jobs", ns, len(jobs.Items))
 	}
 
-	// The CSV's Deployment runs the manager image on the node.
-	dep := &appsv1.Deployment{}
-	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorName}, dep); err != nil {
-			return false, "", err
-		}
-		return dep.Status.AvailableReplicas == 1, fmt.Sprintf("deployment %s: %d available", operatorName, dep.Status.AvailableReplicas), nil
-	}))
-	if img := dep.Spec.Template.Spec.Containers[0].Image; img != "quay.io/example/podset-operator:v"+version {
-		t.Fatalf("the operator runs %s", img)
-	}
-	var managerPods corev1.PodList
-	must(t, k8s.List(ctx, &managerPods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)))
-	for _, p := range managerPods.Items {
-		if p.Spec.NodeName != localcluster.RealNodeName || p.Status.Phase != corev1.PodRunning {
-			t.Fatalf("manager pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase)
-		}
-	}
+	// It manages the sample PodSet, applied as the README says: its pods
+	// really run.
+	sample := filepath.Join(repoRoot, "config", "samples", "app_v1alpha1_podset.yaml")
+	kubectl(t, ctx, "apply", "-n", ns, "-f", sample)
+	ps := &appv1alpha1.PodSet{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "podset-sample"}, ps))
+	waitForRunningPods(t, ctx, ps)
 
-	// It manages a PodSet: two real pods.
-	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run-bundle"}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr.To[int32](2)}}
-	must(t, k8s.Create(ctx, ps))
-	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		pods, err := ownedPods(ctx, ps)
-		if err != nil {
-			return false, "", err
-		}
-		running := 0
-		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == localcluster.RealNodeName {
-				running++
-			}
-		}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
-			return false, "", err
-		}
-		return running == 2 && ps.Status.ReadyReplicas == 2, fmt.Sprintf("%d running pods, status %+v", running, ps.Status), nil
-	}))
-
+	// Uninstall as the README says: the PodSets first, while the operator
+	// and the CRD are there (the garbage collector deletes their pods; it
+	// cannot once the CRD is gone: it never learns whether an owner of an
+	// unknown kind exists, and leaves the pods running), then cleanup.
+	kubectl(t, ctx, "delete", "-n", ns, "-f", sample, "--wait")
+	waitForNoOperandPods(t, ctx, ns)
 	operatorSDK(t, ctx, "cleanup", packageName, "--namespace", ns, "--timeout", "3m")
 	// Everything run bundle installed is gone: the operator, its catalog,
-	// its CRD, and so the PodSet and its pods.
+	// its CRD.
 	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
 		var left []string
 		for _, list := range []client.ObjectList{
@@ -228,6 +258,135 @@ func TestRunBundle(t *testing.T) {
 	}))
 }
 
+// createBaselineNamespace creates ns enforcing the baseline profile, not
+// restricted: run bundle's catalog pod has an init container without a
+// restricted security context, whatever --security-context-config says
+// (operator-sdk issue 7039).
+func createBaselineNamespace(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "baseline",
+	}}}))
+	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+		// Pods are refused in a namespace until its default ServiceAccount exists.
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, "no default ServiceAccount in " + ns, err
+	}))
+}
+
+// waitForOperator waits until the CSV of version v has Succeeded in ns and
+// its Deployment runs the manager image of v, available, on the node.
+func waitForOperator(t *testing.T, ctx context.Context, ns, v string) {
+	t.Helper()
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	dep := &appsv1.Deployment{}
+	image := "quay.io/example/podset-operator:v" + v
+	must(t, poll(ctx, 3*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packageName + ".v" + v}, csv); err != nil {
+			return false, "", err
+		}
+		if csv.Status.Phase != operatorsv1alpha1.CSVPhaseSucceeded {
+			return false, fmt.Sprintf("CSV %s is %s: %s", csv.Name, csv.Status.Phase, csv.Status.Message), nil
+		}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorName}, dep); err != nil {
+			return false, "", err
+		}
+		img := dep.Spec.Template.Spec.Containers[0].Image
+		return img == image && dep.Status.UpdatedReplicas == 1 && dep.Status.AvailableReplicas == 1 && dep.Status.Replicas == 1,
+			fmt.Sprintf("deployment %s: image %s, %d updated, %d available, %d in all", operatorName, img, dep.Status.UpdatedReplicas, dep.Status.AvailableReplicas, dep.Status.Replicas), nil
+	}))
+	var managerPods corev1.PodList
+	must(t, k8s.List(ctx, &managerPods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)))
+	for _, p := range managerPods.Items {
+		if p.DeletionTimestamp == nil && (p.Spec.NodeName != localcluster.RealNodeName || p.Status.Phase != corev1.PodRunning) {
+			t.Fatalf("manager pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		}
+	}
+}
+
+// waitForRunningPods waits until ps has as many pods as it wants, each
+// running on the node, and says so in its status; it returns them.
+func waitForRunningPods(t *testing.T, ctx context.Context, ps *appv1alpha1.PodSet) []corev1.Pod {
+	t.Helper()
+	var running []corev1.Pod
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+			return false, "", err
+		}
+		pods, err := ownedPods(ctx, ps)
+		if err != nil {
+			return false, "", err
+		}
+		running = running[:0]
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == localcluster.RealNodeName {
+				running = append(running, p)
+			}
+		}
+		want := *ps.Spec.Replicas
+		return len(running) == int(want) && len(pods) == int(want) && ps.Status.ReadyReplicas == want,
+			fmt.Sprintf("PodSet %s: %d pods, %d running, status %+v", ps.Name, len(pods), len(running), ps.Status), nil
+	}))
+	return running
+}
+
+// waitForNoOperandPods waits until no pod of a PodSet is left in ns.
+func waitForNoOperandPods(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "podset-operator"}); err != nil {
+			return false, "", err
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d operand pods left", len(pods.Items)), nil
+	}))
+}
+
+// watchPodSetPodChurn records, from now on, every pod of ns owned by a
+// PodSet that is created or deleted; the function it returns stops and
+// gives them.
+func watchPodSetPodChurn(t *testing.T, ctx context.Context, ns string) func() []string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
+	must(t, err)
+	var list corev1.PodList
+	must(t, k8s.List(ctx, &list, client.InNamespace(ns)))
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	must(t, err)
+	var (
+		mu     sync.Mutex
+		events []string
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			ref := metav1.GetControllerOf(p)
+			if ref == nil || ref.Kind != "PodSet" {
+				continue
+			}
+			if ev.Type == watch.Added || ev.Type == watch.Deleted || (ev.Type == watch.Modified && p.DeletionTimestamp != nil) {
+				mu.Lock()
+				events = append(events, fmt.Sprintf("%s %s (deleting %v)", ev.Type, p.Name, p.DeletionTimestamp != nil))
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return events
+	}
+}
+
 func lenOf(list client.ObjectList) int {
 	switch l := list.(type) {
 	case *operatorsv1alpha1.ClusterServiceVersionList:
@@ -246,4 +405,196 @@ func lenOf(list client.ObjectList) int {
 		return len(l.Items)
 	}
 	panic(fmt.Sprintf("lenOf: %T", list))
+}
+
+// TestBundleUpgrade: `operator-sdk run bundle-upgrade` from the previous
+// release's bundle (built from git history) to this one. The PodSets that the
+// old operator made keep every pod: the upgrade deletes and creates none.
+// The new operator takes them over (it writes the status fields the old one
+// did not have) and then acts on them.
+func TestBundleUpgrade(t *testing.T) {
+	previous := os.Getenv("PREVIOUS_VERSION")
+	if previous == "" {
+		t.Fatal("PREVIOUS_VERSION must be set; run `make test-olm-real`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ns := "podset-bundle-upgrade"
+	createBaselineNamespace(t, ctx, ns)
+
+	operatorSDK(t, ctx, "run", "bundle", registryRef(t, "quay.io/example/podset-operator-bundle:v"+previous),
+		"--namespace", ns, "--timeout", "5m",
+		"--index-image", registryRef(t, opmImage))
+	waitForOperator(t, ctx, ns, previous)
+
+	var sets []*appv1alpha1.PodSet
+	for name, n := range map[string]int32{"first": 3, "second": 2} {
+		ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr.To(n)}}
+		must(t, k8s.Create(ctx, ps))
+		sets = append(sets, ps)
+	}
+	before := map[types.UID]string{}
+	for _, ps := range sets {
+		for _, p := range waitForRunningPods(t, ctx, ps) {
+			before[p.UID] = p.Name
+		}
+	}
+
+	// From here on, every pod that a PodSet owns and that is created or
+	// deleted is churn.
+	churn := watchPodSetPodChurn(t, ctx, ns)
+	operatorSDK(t, ctx, "run", "bundle-upgrade", registryRef(t, "quay.io/example/podset-operator-bundle:v"+version),
+		"--namespace", ns, "--timeout", "5m")
+	waitForOperator(t, ctx, ns, version)
+	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packageName + ".v" + previous}, &operatorsv1alpha1.ClusterServiceVersion{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "the replaced CSV is still there", err
+	}))
+	// The new operator has taken every PodSet over: it reports the update
+	// revision, which the old one had no notion of.
+	for _, ps := range sets {
+		must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+				return false, "", err
+			}
+			st := ps.Status
+			return st.UpdateRevision != "" && st.ObservedGeneration == ps.Generation && st.ReadyReplicas == *ps.Spec.Replicas,
+				fmt.Sprintf("PodSet %s status %+v", ps.Name, st), nil
+		}))
+	}
+	// A few seconds for anything the new operator would still do.
+	time.Sleep(5 * time.Second)
+	if events := churn(); len(events) > 0 {
+		t.Fatalf("the upgrade churned pods: %v", events)
+	}
+	after := map[types.UID]string{}
+	for _, ps := range sets {
+		pods, err := ownedPods(ctx, ps)
+		must(t, err)
+		for _, p := range pods {
+			after[p.UID] = p.Name
+		}
+	}
+	if !maps.Equal(before, after) {
+		t.Fatalf("the PodSets' pods changed across the upgrade: before %v, after %v", before, after)
+	}
+
+	// And the new operator acts: a scale-up.
+	first := sets[0]
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(first), first))
+	first.Spec.Replicas = ptr.To(*first.Spec.Replicas + 1)
+	must(t, k8s.Update(ctx, first))
+	waitForRunningPods(t, ctx, first)
+
+	// Uninstall, PodSets first (see TestRunBundle).
+	must(t, k8s.DeleteAllOf(ctx, &appv1alpha1.PodSet{}, client.InNamespace(ns)))
+	waitForNoOperandPods(t, ctx, ns)
+	operatorSDK(t, ctx, "cleanup", packageName, "--namespace", ns, "--timeout", "3m")
+}
+
+// TestCatalogUpgrade: the catalog image (make catalog-build), served from
+// a pod, carries the previous release and the upgrade edge to this one. A Subscription
+// started at the previous release, with manual approval, installs it; the
+// catalog then offers this release as its upgrade, and once approved the
+// operator upgrades through the edge without touching a pod.
+func TestCatalogUpgrade(t *testing.T) {
+	previous := os.Getenv("PREVIOUS_VERSION")
+	if previous == "" {
+		t.Fatal("PREVIOUS_VERSION must be set; run `make test-olm-real`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ns := "podset-catalog-upgrade"
+	serveCatalogImage(t, ctx)
+	createBaselineNamespace(t, ctx, ns)
+	must(t, k8s.Create(ctx, &operatorsv1.OperatorGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: ns},
+		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{ns}},
+	}))
+	sub := &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: ns},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			CatalogSource:          catalogName,
+			CatalogSourceNamespace: olmNamespace,
+			Package:                packageName,
+			Channel:                channel,
+			StartingCSV:            packageName + ".v" + previous,
+			InstallPlanApproval:    operatorsv1alpha1.ApprovalManual,
+		},
+	}
+	must(t, k8s.Create(ctx, sub))
+
+	approve(t, ctx, ns, packageName+".v"+previous)
+	waitForOperator(t, ctx, ns, previous)
+	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "through-the-catalog"}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr.To[int32](3)}}
+	must(t, k8s.Create(ctx, ps))
+	before := map[types.UID]string{}
+	for _, p := range waitForRunningPods(t, ctx, ps) {
+		before[p.UID] = p.Name
+	}
+
+	churn := watchPodSetPodChurn(t, ctx, ns)
+	// The catalog offers the upgrade through the edge: an InstallPlan for
+	// this release, which replaces the installed one.
+	approve(t, ctx, ns, packageName+".v"+version)
+	waitForOperator(t, ctx, ns, version)
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packageName + ".v" + version}, csv))
+	if csv.Spec.Replaces != packageName+".v"+previous {
+		t.Fatalf("the installed CSV replaces %q, want %s.v%s", csv.Spec.Replaces, packageName, previous)
+	}
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+			return false, "", err
+		}
+		st := ps.Status
+		return st.UpdateRevision != "" && st.ObservedGeneration == ps.Generation && st.ReadyReplicas == 3,
+			fmt.Sprintf("PodSet status %+v", st), nil
+	}))
+	time.Sleep(5 * time.Second)
+	if events := churn(); len(events) > 0 {
+		t.Fatalf("the upgrade churned pods: %v", events)
+	}
+	pods, err := ownedPods(ctx, ps)
+	must(t, err)
+	after := map[types.UID]string{}
+	for _, p := range pods {
+		after[p.UID] = p.Name
+	}
+	if !maps.Equal(before, after) {
+		t.Fatalf("the PodSet's pods changed across the upgrade: before %v, after %v", before, after)
+	}
+	must(t, k8s.Delete(ctx, ps))
+	waitForNoOperandPods(t, ctx, ns)
+}
+
+// approve waits for the InstallPlan of ns that installs csvName and
+// approves it, as `kubectl patch installplan ... approved=true` does.
+func approve(t *testing.T, ctx context.Context, ns, csvName string) {
+	t.Helper()
+	must(t, poll(ctx, 3*time.Minute, func() (bool, string, error) {
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := k8s.List(ctx, &plans, client.InNamespace(ns)); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for i := range plans.Items {
+			p := &plans.Items[i]
+			seen = append(seen, fmt.Sprintf("%s %v approved=%v", p.Name, p.Spec.ClusterServiceVersionNames, p.Spec.Approved))
+			if !slices.Contains(p.Spec.ClusterServiceVersionNames, csvName) {
+				continue
+			}
+			if !p.Spec.Approved {
+				p.Spec.Approved = true
+				if err := k8s.Update(ctx, p); err != nil {
+					return false, "", client.IgnoreNotFound(err)
+				}
+			}
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("no InstallPlan for %s; plans: %v", csvName, seen), nil
+	}))
 }
