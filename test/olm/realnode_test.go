@@ -527,7 +527,7 @@ func TestCatalogUpgrade(t *testing.T) {
 	}
 	must(t, k8s.Create(ctx, sub))
 
-	approve(t, ctx, ns, packageName+".v"+previous)
+	approve(t, ctx, sub, packageName+".v"+previous)
 	waitForOperator(t, ctx, ns, previous)
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "through-the-catalog"}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr.To[int32](3)}}
 	must(t, k8s.Create(ctx, ps))
@@ -539,7 +539,7 @@ func TestCatalogUpgrade(t *testing.T) {
 	churn := watchPodSetPodChurn(t, ctx, ns)
 	// The catalog offers the upgrade through the edge: an InstallPlan for
 	// this release, which replaces the installed one.
-	approve(t, ctx, ns, packageName+".v"+version)
+	approve(t, ctx, sub, packageName+".v"+version)
 	waitForOperator(t, ctx, ns, version)
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packageName + ".v" + version}, csv))
@@ -571,30 +571,41 @@ func TestCatalogUpgrade(t *testing.T) {
 	waitForNoOperandPods(t, ctx, ns)
 }
 
-// approve waits for the InstallPlan of ns that installs csvName and
-// approves it, as `kubectl patch installplan ... approved=true` does.
-func approve(t *testing.T, ctx context.Context, ns, csvName string) {
+// approve approves the InstallPlan that sub currently points at, as
+// `kubectl patch installplan ... approved=true` does, once it is the plan
+// that installs csvName, and waits until that CSV exists. (OLM may replace
+// a plan with a newer one before it is approved; the Subscription names
+// the one it will execute.)
+func approve(t *testing.T, ctx context.Context, sub *operatorsv1alpha1.Subscription, csvName string) {
 	t.Helper()
 	must(t, poll(ctx, 3*time.Minute, func() (bool, string, error) {
-		var plans operatorsv1alpha1.InstallPlanList
-		if err := k8s.List(ctx, &plans, client.InNamespace(ns)); err != nil {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: csvName}, &operatorsv1alpha1.ClusterServiceVersion{})
+		if err == nil {
+			return true, "", nil
+		} else if !apierrors.IsNotFound(err) {
 			return false, "", err
 		}
-		var seen []string
-		for i := range plans.Items {
-			p := &plans.Items[i]
-			seen = append(seen, fmt.Sprintf("%s %v approved=%v", p.Name, p.Spec.ClusterServiceVersionNames, p.Spec.Approved))
-			if !slices.Contains(p.Spec.ClusterServiceVersionNames, csvName) {
-				continue
-			}
-			if !p.Spec.Approved {
-				p.Spec.Approved = true
-				if err := k8s.Update(ctx, p); err != nil {
-					return false, "", client.IgnoreNotFound(err)
-				}
-			}
-			return true, "", nil
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sub), sub); err != nil {
+			return false, "", err
 		}
-		return false, fmt.Sprintf("no InstallPlan for %s; plans: %v", csvName, seen), nil
+		ref := sub.Status.InstallPlanRef
+		if ref == nil {
+			return false, fmt.Sprintf("no InstallPlan for the subscription yet (state %q)", sub.Status.State), nil
+		}
+		plan := &operatorsv1alpha1.InstallPlan{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, plan); err != nil {
+			return false, "", client.IgnoreNotFound(err)
+		}
+		if !slices.Contains(plan.Spec.ClusterServiceVersionNames, csvName) {
+			return false, fmt.Sprintf("the subscription's InstallPlan %s installs %v", plan.Name, plan.Spec.ClusterServiceVersionNames), nil
+		}
+		if !plan.Spec.Approved {
+			// A merge patch, as kubectl patch sends: OLM updates the plan's
+			// status meanwhile, which an update would conflict with.
+			if err := k8s.Patch(ctx, plan, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`))); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+		}
+		return false, fmt.Sprintf("InstallPlan %s approved, phase %q", plan.Name, plan.Status.Phase), nil
 	}))
 }
