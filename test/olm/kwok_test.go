@@ -18,9 +18,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -57,6 +59,50 @@ func setUp(ctx context.Context) error {
 	}
 	go unpackBundles(ctx)
 	return nil
+}
+
+// serveCatalog serves catalog/ with the real `opm serve` on this machine,
+// creates the CatalogSource that points OLM's catalog operator at it, and
+// waits until OLM is connected.
+func serveCatalog(ctx context.Context) error {
+	port, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	pprof, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	if err := start("opm-serve", bins.opm, []string{
+		"serve", filepath.Join(repoRoot, "catalog"), "--port", strconv.Itoa(port),
+		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(pprof),
+		"--termination-log", filepath.Join(logDir, "opm-serve.termination"),
+	}); err != nil {
+		return err
+	}
+
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{
+			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+			Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			DisplayName: "PodSet Operator (local catalog/)",
+			Publisher:   "podset-operator tests",
+		},
+	}
+	if err := k8s.Create(ctx, cs); err != nil {
+		return fmt.Errorf("creating the CatalogSource: %w", err)
+	}
+	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, "", err
+		}
+		state := ""
+		if cs.Status.GRPCConnectionState != nil {
+			state = cs.Status.GRPCConnectionState.LastObservedState
+		}
+		return state == "READY", "CatalogSource connection state " + state, nil
+	})
 }
 
 // unpackBundles plays the part of OLM's bundle unpack pod, which kwok never

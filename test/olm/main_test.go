@@ -16,10 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,50 +156,6 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	return start("catalog", filepath.Join(bins.olm, "catalog"), append([]string{
 		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
 	}, catalogArgs...), "KUBECONFIG="+kubeconfig)
-}
-
-// serveCatalog serves catalog/ with the real `opm serve` on this machine,
-// creates the CatalogSource that points OLM's catalog operator at it, and
-// waits until OLM is connected.
-func serveCatalog(ctx context.Context) error {
-	port, err := localcluster.FreePort()
-	if err != nil {
-		return err
-	}
-	pprof, err := localcluster.FreePort()
-	if err != nil {
-		return err
-	}
-	if err := start("opm-serve", bins.opm, []string{
-		"serve", filepath.Join(repoRoot, "catalog"), "--port", strconv.Itoa(port),
-		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(pprof),
-		"--termination-log", filepath.Join(logDir, "opm-serve.termination"),
-	}); err != nil {
-		return err
-	}
-
-	cs := &operatorsv1alpha1.CatalogSource{
-		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
-		Spec: operatorsv1alpha1.CatalogSourceSpec{
-			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
-			Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			DisplayName: "PodSet Operator (local catalog/)",
-			Publisher:   "podset-operator tests",
-		},
-	}
-	if err := k8s.Create(ctx, cs); err != nil {
-		return fmt.Errorf("creating the CatalogSource: %w", err)
-	}
-	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, "", err
-		}
-		state := ""
-		if cs.Status.GRPCConnectionState != nil {
-			state = cs.Status.GRPCConnectionState.LastObservedState
-		}
-		return state == "READY", "CatalogSource connection state " + state, nil
-	})
 }
 
 // installOLMCRDs creates the CRDs shipped in the OLM module (hack/build-tool.sh
