@@ -38,10 +38,8 @@ trap 'rm -rf "$work"' EXIT
 image() {
   local archive=$1 name=$2 context=$3 dockerfile=$4
   buildah bud --quiet -f "$dockerfile" -t "$name" "$context" >/dev/null
-  rm -f "$out/$archive.tmp"
-  buildah push --quiet "$name" "docker-archive:$out/$archive.tmp:$name" >/dev/null
+  save_archive "$name" "$out/$archive"
   buildah rmi "$name" >/dev/null
-  mv "$out/$archive.tmp" "$out/$archive"
   echo "built $name into $out/$archive"
 }
 

@@ -40,8 +40,6 @@ cp Dockerfile bundle.Dockerfile.dockerignore "$work/src/"
 (cd "$work/src" && buildah bud --quiet -f bundle.Dockerfile -t "$bundle_img" . >/dev/null)
 for pair in "manager:$img" "bundle:$bundle_img"; do
   kind=${pair%%:*} name=${pair#*:}
-  rm -f "$out/$kind-$rev.tar"
-  buildah push --quiet "$name" "docker-archive:$out/$kind-$rev.tar.tmp:$name" >/dev/null
-  mv "$out/$kind-$rev.tar.tmp" "$out/$kind-$rev.tar"
+  save_archive "$name" "$out/$kind-$rev.tar"
   echo "built $name (release $version, $rev) into $out/$kind-$rev.tar"
 done

@@ -25,9 +25,5 @@ extra=$(cd "$root" && find . -mindepth 1 | grep -v -E '^\./(manifests|metadata|t
 [[ -z "$extra" ]] || { echo "unexpected files in the bundle image:" >&2; echo "$extra" >&2; exit 1; }
 labels=$(buildah inspect --format '{{index .OCIv1.Config.Labels "operators.operatorframework.io.bundle.package.v1"}}' "$img")
 [[ "$labels" == podset-operator ]] || { echo "bundle image package label is '$labels'" >&2; exit 1; }
-if [[ -n "${OUT:-}" ]]; then
-  mkdir -p "$OUT"
-  rm -f "$OUT/bundle.tar"
-  buildah push --quiet "$img" "docker-archive:$OUT/bundle.tar:$img" >/dev/null
-fi
+[[ -z "${OUT:-}" ]] || save_archive "$img" "$OUT/bundle.tar"
 echo "bundle image $img: holds exactly bundle/ (manifests, metadata, tests/scorecard)"

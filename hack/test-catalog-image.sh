@@ -27,10 +27,5 @@ diff -r catalog "$root/configs" || fail "/configs is not catalog/"
 label=$(buildah inspect --format '{{index .OCIv1.Config.Labels "operators.operatorframework.io.index.configs.v1"}}' "$img")
 [[ "$label" == /configs ]] || fail "the catalog label is '$label'"
 buildah umount "$ctr" >/dev/null
-if [[ -n "${OUT:-}" ]]; then
-  mkdir -p "$OUT"
-  rm -f "$OUT/catalog.tar"
-  buildah push --quiet "$img" "docker-archive:$OUT/catalog.tar.tmp:$img" >/dev/null
-  mv "$OUT/catalog.tar.tmp" "$OUT/catalog.tar"
-fi
+[[ -z "${OUT:-}" ]] || save_archive "$img" "$OUT/catalog.tar"
 echo "catalog image $img: /configs is catalog/, serve cache built, file-based catalog label"

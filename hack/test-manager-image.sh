@@ -37,9 +37,5 @@ buildah umount "$ctr" >/dev/null
 help=$(buildah run --user 65532:65532 "$ctr" /manager --help 2>&1 || true)
 grep -q -- '-leader-elect' <<<"$help" || fail "/manager --help did not run: $help"
 
-if [[ -n "${OUT:-}" ]]; then
-  mkdir -p "$OUT"
-  rm -f "$OUT/manager.tar"
-  buildah push --quiet "$img" "docker-archive:$OUT/manager.tar:$img" >/dev/null
-fi
+[[ -z "${OUT:-}" ]] || save_archive "$img" "$OUT/manager.tar"
 echo "manager image $img: 65532:65532, entrypoint /manager (static), nothing but the base and /manager; it starts"

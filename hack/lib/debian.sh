@@ -38,3 +38,14 @@ busybox_rootfs() {
   done
   chmod 1777 "$root/tmp"
 }
+
+# save_archive IMAGE FILE: buildah's IMAGE as a docker-archive FILE, under
+# its name. Written beside FILE and renamed, so that a failed save leaves no
+# file that make would take as up to date.
+save_archive() {
+  local img=$1 file=$2
+  mkdir -p "$(dirname "$file")"
+  rm -f "$file" "$file.tmp"
+  buildah push --quiet "$img" "docker-archive:$file.tmp:$img" >/dev/null
+  mv "$file.tmp" "$file"
+}
