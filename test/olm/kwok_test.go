@@ -93,16 +93,7 @@ func serveCatalog(ctx context.Context) error {
 	if err := k8s.Create(ctx, cs); err != nil {
 		return fmt.Errorf("creating the CatalogSource: %w", err)
 	}
-	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, "", err
-		}
-		state := ""
-		if cs.Status.GRPCConnectionState != nil {
-			state = cs.Status.GRPCConnectionState.LastObservedState
-		}
-		return state == "READY", "CatalogSource connection state " + state, nil
-	})
+	return waitCatalogSourceReady(ctx, cs)
 }
 
 // unpackBundles plays the part of OLM's bundle unpack pod, which kwok never

@@ -158,6 +158,21 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	}, catalogArgs...), "KUBECONFIG="+kubeconfig)
 }
 
+// waitCatalogSourceReady waits until OLM's catalog operator is connected to
+// the catalog that cs points at.
+func waitCatalogSourceReady(ctx context.Context, cs *operatorsv1alpha1.CatalogSource) error {
+	return poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, "", err
+		}
+		state := ""
+		if cs.Status.GRPCConnectionState != nil {
+			state = cs.Status.GRPCConnectionState.LastObservedState
+		}
+		return state == "READY", "CatalogSource connection state " + state, nil
+	})
+}
+
 // installOLMCRDs creates the CRDs shipped in the OLM module (hack/build-tool.sh
 // copies them next to the olm binary) and waits until they are served.
 func installOLMCRDs(ctx context.Context) error {

@@ -135,16 +135,7 @@ func serveCatalogImage(t *testing.T, ctx context.Context) {
 		},
 	}
 	must(t, k8s.Create(ctx, cs))
-	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, "", err
-		}
-		state := ""
-		if cs.Status.GRPCConnectionState != nil {
-			state = cs.Status.GRPCConnectionState.LastObservedState
-		}
-		return state == "READY", "CatalogSource connection state " + state, nil
-	}))
+	must(t, waitCatalogSourceReady(ctx, cs))
 }
 
 // kubectl runs the cluster's kubectl as a user would.
