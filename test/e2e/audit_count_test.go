@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"sort"
 	"time"
@@ -30,13 +31,29 @@ type podAuditEvent struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	} `json:"responseObject"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+}
+
+// at is when the event counts. A create counts when its response was
+// complete: the pod existed by then. A delete counts when the request was
+// received: the pod was alive until then. The API server may complete a
+// delete's response after a create that its watch event caused (a
+// controller that sees the deletion creates a replacement), so ordering
+// deletes by their completion would count the replacement and the pod it
+// replaces as alive at once; ordered so, the count is a lower bound.
+func (e podAuditEvent) at() time.Time {
+	if e.Verb == "delete" {
+		return e.RequestReceivedTimestamp
+	}
+	return e.StageTimestamp
 }
 
 // auditMaxLive is the most pods alive at once in namespace ns, from the API
 // server's audit log rather than a watch: a pod is alive from its successful
 // create until the first successful delete of it (which sets its
-// deletionTimestamp). The pods of these tests never fail or succeed on their
+// deletionTimestamp), each taken at the moment that keeps the count a lower
+// bound of the truth (podAuditEvent.at). The pods of these tests never fail or succeed on their
 // own, so that is the liveness livePods uses. A watch observer can count
 // wrong when its watch breaks (a relist hands over the pods that exist
 // before the deletions of those that vanished), the audit log cannot.
@@ -46,8 +63,13 @@ func auditMaxLive(ns string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
+	return maxLiveInAuditLog(f, ns)
+}
+
+// maxLiveInAuditLog is auditMaxLive over an audit log's JSON lines.
+func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 	var events []podAuditEvent
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(log)
 	s.Buffer(make([]byte, 16*1024*1024), 16*1024*1024)
 	for s.Scan() {
 		var e podAuditEvent
@@ -65,7 +87,7 @@ func auditMaxLive(ns string) (int, error) {
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].StageTimestamp.Before(events[j].StageTimestamp) })
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
 	live := map[string]bool{}
 	most := 0
 	for _, e := range events {

@@ -1,0 +1,32 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// A controller replaces a deleted pod as soon as it sees the deletion; the
+// API server may log the delete's response after the replacement's create.
+// Counted by the delete's receipt, the two never overlap.
+func TestMaxLiveInAuditLogCountsADeleteWhenReceived(t *testing.T) {
+	g := NewWithT(t)
+	log := strings.Join([]string{
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"a"}},"requestReceivedTimestamp":"2026-11-23T10:00:00.000000Z","stageTimestamp":"2026-11-23T10:00:00.010000Z"}`,
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"b"}},"requestReceivedTimestamp":"2026-11-23T10:00:00.000000Z","stageTimestamp":"2026-11-23T10:00:00.020000Z"}`,
+		// b deleted (received 1.000), its replacement c created (done
+		// 1.050) before the delete's response completed (1.100).
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"c"}},"requestReceivedTimestamp":"2026-11-23T10:00:01.030000Z","stageTimestamp":"2026-11-23T10:00:01.050000Z"}`,
+		`{"verb":"delete","objectRef":{"resource":"pods","namespace":"ns","name":"b"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.100000Z"}`,
+		// Other namespaces, subresources and failed requests do not count.
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"other"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"x"}},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.060000Z"}`,
+		`{"verb":"create","objectRef":{"resource":"pods","subresource":"binding","namespace":"ns","name":"c"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.060000Z"}`,
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.060000Z"}`,
+	}, "\n")
+	most, err := maxLiveInAuditLog(strings.NewReader(log), "ns")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(most).To(Equal(2))
+}
