@@ -75,17 +75,28 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
+# The generators write into a scratch directory, and hack/install-changed.sh
+# replaces only the files that changed, each by a rename: a regeneration that
+# changes nothing touches no file, so test suites that run side by side (CI)
+# never read a file half-written.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests in config/ from the Go markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
-	@# A PodSet's name is a label value of its pods: at most 63 characters. A
-	@# CRD schema may constrain metadata.name, but controller-gen has no marker
-	@# for it; a CEL rule on the root would report the error at "<nil>".
-	perl -0pi -e 's/^          metadata:\n            type: object\n/          metadata:\n            properties:\n              name:\n                maxLength: 63\n                type: string\n            type: object\n/m' config/crd/bases/app.example.com_podsets.yaml
-	grep -q '^                maxLength: 63$$' config/crd/bases/app.example.com_podsets.yaml
+	@mkdir -p $(LOCALBIN)
+	tmp=$$(mktemp -d $(LOCALBIN)/.manifests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
+	perl -0pi -e 's/^          metadata:\n            type: object\n/          metadata:\n            properties:\n              name:\n                maxLength: 63\n                type: string\n            type: object\n/m' $$tmp/crd/app.example.com_podsets.yaml && \
+	grep -q '^                maxLength: 63$$' $$tmp/crd/app.example.com_podsets.yaml && \
+	hack/install-changed.sh $$tmp/crd config/crd/bases && hack/install-changed.sh $$tmp/rbac config/rbac
+	@# (The perl line: a PodSet's name is a label value of its pods, at most
+	@# 63 characters. A CRD schema may constrain metadata.name, but
+	@# controller-gen has no marker for it; a CEL rule on the root would
+	@# report the error at "<nil>".)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types (api/).
+	@mkdir -p $(LOCALBIN)
+	tmp=$$(mktemp -d $(LOCALBIN)/.generate-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..." output:object:dir=$$tmp && \
+	hack/install-changed.sh $$tmp api/v1alpha1
 
 .PHONY: fmt
 fmt: ## Run go fmt.
