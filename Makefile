@@ -37,6 +37,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 OPERATOR_SDK_VERSION ?= v1.34.1
 OPM_VERSION ?= v1.60.0
 OLM_VERSION ?= v0.28.0
+# The gRPC health probe that OLM's catalog pods run; part of the opm image.
+GRPC_HEALTH_PROBE_VERSION ?= v0.4.61
 # Prometheus and promtool: Debian's package, at this version.
 PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION
@@ -54,6 +56,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 OPERATOR_SDK ?= $(OLM_BIN)/operator-sdk
 OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
+GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(GRPC_HEALTH_PROBE_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
 # The commit of release v0.1.0 (before pod template updates). The e2e suite
 # builds its manager from git history and upgrades from it; test-olm-real
@@ -289,7 +292,7 @@ test-olm: cluster-tools olm-tools build ## Install the operator through real OLM
 	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m
 
 .PHONY: test-olm-real
-test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar $(NODE_IMAGES)/catalog.tar ## On a real node (needs root): operator-sdk run bundle from the node's registry (OLM's unpack Job really running) and cleanup, run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
+test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running) and cleanup, run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" PREVIOUS_VERSION="$(PREVIOUS_VERSION)" \
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=30m
 
@@ -391,8 +394,8 @@ $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar: hack/build-previous-release.sh
 	hack/build-previous-release.sh $(UPGRADE_FROM_REV) $(NODE_IMAGES)
 
 # OLM's images for its unpack Job and operator-sdk run bundle's catalog pod.
-$(NODE_IMAGES)/opm.tar: $(OPM) hack/build-node-images.sh test/images/opm/Dockerfile
-	OPM=$(OPM) hack/build-node-images.sh $(NODE_IMAGES) opm
+$(NODE_IMAGES)/opm.tar: $(OPM) $(GRPC_HEALTH_PROBE) hack/build-node-images.sh test/images/opm/Dockerfile
+	OPM=$(OPM) GRPC_HEALTH_PROBE=$(GRPC_HEALTH_PROBE) hack/build-node-images.sh $(NODE_IMAGES) opm
 $(NODE_IMAGES)/olm.tar: $(OLM_BIN)/cpb hack/build-node-images.sh test/images/olm/Dockerfile
 	CPB=$(OLM_BIN)/cpb hack/build-node-images.sh $(NODE_IMAGES) olm
 
@@ -406,6 +409,10 @@ $(OLM_BIN)/%:
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN)/.gobin $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/.gobin/controller-gen $@
+
+$(GRPC_HEALTH_PROBE):
+	GOBIN=$(LOCALBIN)/.gobin CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w" github.com/grpc-ecosystem/grpc-health-probe@$(GRPC_HEALTH_PROBE_VERSION)
+	mv $(LOCALBIN)/.gobin/grpc-health-probe $@
 
 $(KUSTOMIZE):
 	GOBIN=$(LOCALBIN)/.gobin $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)

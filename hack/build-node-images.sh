@@ -14,7 +14,10 @@
 #     hack/build-tool.sh scorecard-test), only when asked for;
 #   - quay.io/operator-framework/opm:$OPM_VERSION: busybox with the opm
 #     binary OPM in /bin (OLM's unpack Job runs `opm alpha bundle extract`,
-#     operator-sdk run bundle's catalog pod `sh -c "opm serve ..."`);
+#     operator-sdk run bundle's catalog pod `sh -c "opm serve ..."`), and
+#     GRPC_HEALTH_PROBE as /bin/grpc_health_probe, as in the original (the
+#     readiness probe of the catalog pods that OLM runs for a CatalogSource
+#     with spec.image);
 #   - quay.io/operator-framework/olm:$OLM_VERSION: busybox with OLM's cpb
 #     (the binary CPB) in /bin, the unpack Job's util image (`cp`, `cpb`).
 # The Makefile rebuilds them only when they are missing or older than
@@ -62,9 +65,11 @@ for img in "${images[@]}"; do
       image scorecard-test.tar "quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION" "$work/scorecard-test" test/images/scorecard-test/Dockerfile ;;
     opm)
       : "${OPM:?the opm binary (make olm-tools builds it)}" "${OPM_VERSION:?}"
+      : "${GRPC_HEALTH_PROBE:?the grpc_health_probe binary (the Makefile builds it)}"
       busybox_rootfs "$work/opm/rootfs"
       mkdir -p "$work/opm/configs"
       cp "$OPM" "$work/opm/opm"
+      cp "$GRPC_HEALTH_PROBE" "$work/opm/grpc_health_probe"
       image opm.tar "quay.io/operator-framework/opm:$OPM_VERSION" "$work/opm" test/images/opm/Dockerfile ;;
     olm)
       : "${CPB:?the cpb binary (hack/build-tool.sh cpb builds it)}" "${OLM_VERSION:?}"

@@ -529,6 +529,19 @@ func testRealNodeGuard(t *testing.T) {
 	_, _, err = kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
 		"sh", "-c", "nc -w 3 10.213.0.1 "+strconv.Itoa(kubeletPort())+" </dev/null")
 	Expect(err).NotTo(HaveOccurred(), "the pod cannot reach the node's own address")
+
+	// Names: the pod resolves Services through the cluster's DNS, and
+	// nothing else; no query is forwarded off the machine.
+	var svc corev1.Service
+	Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "kubernetes"}, &svc)).To(Succeed())
+	step("from pod %s, nslookup of the kubernetes Service (%s) and of quay.io", pods[0].Name, svc.Spec.ClusterIP)
+	stdout, stderr, err := kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
+		"nslookup", "-type=a", "kubernetes.default.svc."+localcluster.ClusterDomain)
+	Expect(err).NotTo(HaveOccurred(), "%s%s", stdout, stderr)
+	Expect(stdout).To(ContainSubstring("Address: "+svc.Spec.ClusterIP), "nslookup said: %s", stdout)
+	stdout, _, err = kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
+		"nslookup", "-type=a", "quay.io")
+	Expect(err).To(HaveOccurred(), "quay.io resolved from a pod: %s", stdout)
 }
 
 // kubeletPort is the real node's kubelet port, as its Node reports it.

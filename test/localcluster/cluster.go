@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,8 @@ type Cluster struct {
 	admin       *rest.Config
 	// node is the real node, when Options.RealNode is set.
 	node *realNode
+	// dns is the real node's cluster DNS (dns.go).
+	dns net.PacketConn
 
 	mu      sync.Mutex
 	procs   []*Process // in start order

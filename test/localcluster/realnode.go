@@ -117,6 +117,9 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if err := c.startRegistry(ctx); err != nil {
 		return err
 	}
+	if err := c.startClusterDNS(net.JoinHostPort(nodeIP, "53")); err != nil {
+		return err
+	}
 	for _, img := range opts.Images {
 		names, err := c.PushImageArchive(ctx, img)
 		if err != nil {
@@ -307,8 +310,10 @@ func (c *Cluster) writeKubeletFiles() error {
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	// An empty resolv.conf: pods resolve nothing rather than through the
-	// host's resolvers, which may be outside the machine.
+	// Pods resolve Service names through the cluster's DNS (dns.go) and
+	// nothing else: the resolv.conf the kubelet would take the upstream
+	// servers and search path from is empty, rather than the host's, whose
+	// resolvers may be outside the machine.
 	resolv := n.path("kubelet", "resolv.conf")
 	if err := os.WriteFile(resolv, nil, 0o644); err != nil {
 		return err
@@ -335,9 +340,12 @@ func (c *Cluster) writeKubeletFiles() error {
 		ContainerRuntimeEndpoint: "unix://" + n.containerdSocket(),
 		PodLogsDir:               n.path("pod-logs"),
 		ResolverConfig:           ptr.To(resolv),
+		ClusterDNS:               []string{nodeIP},
+		ClusterDomain:            ClusterDomain,
 		// A test machine's disk and memory are what they are: evicting
 		// pods for them would be a test failure of its own.
-		EvictionHard: map[string]string{"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+		// Absolute thresholds: a percentage of a large disk is gigabytes.
+		EvictionHard: map[string]string{"memory.available": "1Mi", "nodefs.available": "256Mi", "imagefs.available": "256Mi"},
 		// No image garbage collection for the same reason.
 		ImageGCHighThresholdPercent: ptr.To(int32(100)),
 		ImageGCLowThresholdPercent:  ptr.To(int32(99)),
@@ -355,6 +363,9 @@ func (c *Cluster) writeKubeletFiles() error {
 // puts the host back. The other components are still running.
 func (n *realNode) stop(c *Cluster) error {
 	var errs []error
+	if c.dns != nil {
+		errs = append(errs, c.dns.Close())
+	}
 	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
 		if p := c.Component(name); p != nil {
 			c.logf("stopping %s", name)

@@ -153,10 +153,15 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	}, "KUBECONFIG="+kubeconfig, "OPERATOR_NAMESPACE="+olmNamespace, "OPERATOR_NAME=olm-operator"); err != nil {
 		return err
 	}
-	return start("catalog", filepath.Join(bins.olm, "catalog"), append([]string{
+	bin, args := catalogCommand(filepath.Join(bins.olm, "catalog"), append([]string{
 		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
-	}, catalogArgs...), "KUBECONFIG="+kubeconfig)
+	}, catalogArgs...))
+	return start("catalog", bin, args, "KUBECONFIG="+kubeconfig)
 }
+
+// catalogCommand is how the catalog operator is run: as it is, or (on the
+// real node) wrapped so that it resolves Service names as it would in a pod.
+var catalogCommand = func(bin string, args []string) (string, []string) { return bin, args }
 
 // waitCatalogSourceReady waits until OLM's catalog operator is connected to
 // the catalog that cs points at.

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +35,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -64,11 +62,18 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, want := range []string{"manager.tar", "bundle.tar", "opm.tar", "olm.tar"} {
+	for _, want := range []string{"manager.tar", "opm.tar", "olm.tar"} {
 		if !slices.ContainsFunc(node.Images, func(p string) bool { return filepath.Base(p) == want }) {
 			return fmt.Errorf("no %s among the node's images in %q: run `make test-olm-real`, which builds it", want, os.Getenv("NODE_IMAGES"))
 		}
 	}
+	// This version's manager, bundle and catalog images reach the registry
+	// the way a user publishes them (pushImages), not from archives.
+	managerArchive = filepath.Join(filepath.Dir(node.Images[0]), "manager.tar")
+	opmArchive = filepath.Join(filepath.Dir(node.Images[0]), "opm.tar")
+	node.Images = slices.DeleteFunc(node.Images, func(p string) bool {
+		return slices.Contains([]string{"manager.tar", "bundle.tar", "catalog.tar"}, filepath.Base(p))
+	})
 	// A run that crashed left the host changed: put it back first, then
 	// take the host as it is, to compare once the cluster has stopped.
 	if err := localcluster.Cleanup(nil); err != nil {
@@ -93,49 +98,112 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("starting the local cluster: %w", err)
 	}
+	if err := pushImages(ctx); err != nil {
+		return err
+	}
+	// OLM's catalog operator dials the catalogs of CatalogSources with
+	// spec.image by their Service's DNS name.
+	catalogCommand = cluster.WithClusterDNS
 	return startOLM(ctx, "--opmImage", opmImage, "--util-image", utilImage)
 }
 
-// serveCatalogImage runs the catalog image (make catalog-build) as a pod in
-// OLM's namespace, serving on its pod address, and points a CatalogSource at
-// it. (A CatalogSource with spec.image would have OLM run the same pod, but
-// address it by its Service's DNS name, which the catalog operator, a process
-// on this machine, cannot resolve.)
-func serveCatalogImage(t *testing.T, ctx context.Context) {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace, Labels: map[string]string{"app": catalogName}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name:  "catalog",
-			Image: "quay.io/example/podset-operator-catalog:v" + version,
-			Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: 50051}},
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(50051)},
-			}, PeriodSeconds: 1},
-		}}},
+// The archives of this version's manager image and of the opm stand-in (the
+// catalog image's base), from NODE_IMAGES.
+var managerArchive, opmArchive string
+
+// pushImages publishes this version's manager, bundle and catalog images to
+// the cluster's registry with the README's commands: make docker-push,
+// make bundle-build bundle-push and make catalog-build catalog-push, with
+// buildah as CONTAINER_TOOL and the images named by the registry's address
+// (the repository paths the upstream names map to, so that the node, which
+// takes the registry as the mirror of quay.io, pulls exactly these).
+// buildah trusts the registry's certificate through SSL_CERT_FILE, as
+// operator-sdk does.
+func pushImages(ctx context.Context) error {
+	ref := func(upstream string) (string, error) {
+		tag, err := cluster.RegistryRef(upstream)
+		if err != nil {
+			return "", err
+		}
+		return tag.String(), nil
 	}
-	must(t, k8s.Create(ctx, pod))
-	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, "", err
+	img, err := ref("quay.io/example/podset-operator:v" + version)
+	if err != nil {
+		return err
+	}
+	bundleImg, err := ref("quay.io/example/podset-operator-bundle:v" + version)
+	if err != nil {
+		return err
+	}
+	catalogImg, err := ref("quay.io/example/podset-operator-catalog:v" + version)
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), "STORAGE_DRIVER=vfs", "BUILDAH_ISOLATION=chroot", "SSL_CERT_FILE="+cluster.CAFile())
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = repoRoot, env
+		out, err := cmd.CombinedOutput()
+		logf("$ %s %s\n%s", name, strings.Join(args, " "), out)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 		}
-		ready := false
-		for _, c := range pod.Status.Conditions {
-			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		return nil
+	}
+	// The manager image as make docker-build left it (the archive
+	// make test-manager-image saved), under IMG's registry name; and the
+	// catalog's base image, which catalog-build cannot pull here.
+	for _, step := range [][]string{
+		{"buildah", "pull", "--quiet", "docker-archive:" + managerArchive},
+		{"buildah", "tag", "quay.io/example/podset-operator:v" + version, img},
+		{"buildah", "pull", "--quiet", "docker-archive:" + opmArchive},
+		{"make", "--no-print-directory", "docker-push", "CONTAINER_TOOL=buildah", "IMG=" + img},
+		{"make", "--no-print-directory", "bundle-build", "bundle-push", "CONTAINER_TOOL=buildah", "BUNDLE_IMG=" + bundleImg},
+		{"make", "--no-print-directory", "catalog-build", "catalog-push", "CONTAINER_TOOL=buildah", "CATALOG_IMG=" + catalogImg},
+	} {
+		if err := run(step[0], step[1:]...); err != nil {
+			return err
 		}
-		return ready && pod.Status.PodIP != "", fmt.Sprintf("catalog pod %s, ready %v", pod.Status.Phase, ready), nil
-	}))
+		if step[0] == "make" {
+			fmt.Fprintf(os.Stderr, "published with make %s\n", strings.Join(step[2:], " "))
+		}
+	}
+	// The registry names are the test's; buildah's storage keeps the
+	// upstream names only.
+	return run("buildah", "rmi", img, bundleImg, catalogImg)
+}
+
+// subscribeCatalogImage points a CatalogSource at the catalog image (make
+// catalog-build catalog-push), as the README's catalog section does:
+// spec.image, which has OLM run the image as a pod on the node, behind a
+// Service whose DNS name the catalog operator dials.
+func subscribeCatalogImage(t *testing.T, ctx context.Context) {
+	t.Helper()
 	cs := &operatorsv1alpha1.CatalogSource{
 		ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
 		Spec: operatorsv1alpha1.CatalogSourceSpec{
 			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
-			Address:     net.JoinHostPort(pod.Status.PodIP, "50051"),
-			DisplayName: "PodSet Operator (catalog image)",
-			Publisher:   "podset-operator tests",
+			Image:       registryRef(t, "quay.io/example/podset-operator-catalog:v"+version),
+			DisplayName: "PodSet Operator",
 		},
 	}
 	must(t, k8s.Create(ctx, cs))
 	must(t, waitCatalogSourceReady(ctx, cs))
+	if cs.Status.RegistryServiceStatus == nil || cs.Status.RegistryServiceStatus.ServiceName != catalogName {
+		t.Fatalf("the CatalogSource is served by %+v, want its own Service", cs.Status.RegistryServiceStatus)
+	}
+	// The catalog really runs on the node, from the registry.
+	pods := &corev1.PodList{}
+	must(t, k8s.List(ctx, pods, client.InNamespace(olmNamespace), client.MatchingLabels{"olm.catalogSource": catalogName}))
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == localcluster.RealNodeName && p.Spec.Containers[0].Image == cs.Spec.Image {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Fatalf("%d catalog pods of %s run on the node, want 1: %+v", running, cs.Spec.Image, pods.Items)
+	}
 }
 
 // kubectl runs the cluster's kubectl as a user would.
@@ -486,8 +554,9 @@ func TestBundleUpgrade(t *testing.T) {
 	operatorSDK(t, ctx, "cleanup", packageName, "--namespace", ns, "--timeout", "3m")
 }
 
-// TestCatalogUpgrade: the catalog image (make catalog-build), served from
-// a pod, carries the previous release and the upgrade edge to this one. A Subscription
+// TestCatalogUpgrade: the catalog image (make catalog-build catalog-push),
+// in a CatalogSource with spec.image as the README has it, carries the
+// previous release and the upgrade edge to this one. A Subscription
 // started at the previous release, with manual approval, installs it; the
 // catalog then offers this release as its upgrade, and once approved the
 // operator upgrades through the edge without touching a pod.
@@ -499,7 +568,7 @@ func TestCatalogUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := "podset-catalog-upgrade"
-	serveCatalogImage(t, ctx)
+	subscribeCatalogImage(t, ctx)
 	createBaselineNamespace(t, ctx, ns)
 	must(t, k8s.Create(ctx, &operatorsv1.OperatorGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: ns},
