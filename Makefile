@@ -131,7 +131,7 @@ test-alerts: $(PROMTOOL) ## Check the alerting rules (config/prometheus/promethe
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./cmd/... ./test/bundle/... . -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./cmd/... ./test/bundle/... ./test/bench/... . -coverprofile cover.out
 
 # The race detector compiles every dependency a second time, instrumented:
 # about 6 minutes on a cold 2-core machine, which CI's time budget does not

@@ -137,6 +137,9 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	up := pw.counts()
 	res.OwnersCreatedS = secs(ownersCreated.Sub(start))
 	res.AllCreatedS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allReady), secs(ow.caughtUpAfter())
+	trace := traceOwners(ow, pw)
+	res.OwnerToFirstPodMedianS, res.OwnerToFirstPodP90S = secs(trace.ToFirstMedian), secs(trace.ToFirstP90)
+	res.FirstToLastPodMedianS, res.FirstToLastPodP90S = secs(trace.FirstToLastMedian), secs(trace.FirstToLastP90)
 	time.Sleep(settle)
 	upWindow := &window{from: start, to: time.Now()}
 	mid, err := b.op.scrape()

@@ -37,6 +37,14 @@ type phaseResult struct {
 	StatusS        float64 `json:"statusCaughtUpSeconds,omitempty"`
 	ScaleDownS     float64 `json:"scaleDownSeconds,omitempty"`
 
+	// The scale-up per owner (traceOwners): from the owner's first sight
+	// to its first pod's, and from its first pod to its last; medians and
+	// 90th percentiles over the owners.
+	OwnerToFirstPodMedianS float64 `json:"ownerToFirstPodMedianSeconds,omitempty"`
+	OwnerToFirstPodP90S    float64 `json:"ownerToFirstPodP90Seconds,omitempty"`
+	FirstToLastPodMedianS  float64 `json:"firstToLastPodMedianSeconds,omitempty"`
+	FirstToLastPodP90S     float64 `json:"firstToLastPodP90Seconds,omitempty"`
+
 	// MaxLive is the most live pods seen at once; Overshoot how far that
 	// exceeded the target; Created the distinct pods ever created.
 	MaxLive   int `json:"maxLivePods"`
@@ -150,6 +158,10 @@ var figures = []struct {
 	{"all pods Ready (s)", func(p phaseResult) float64 { return p.AllReadyS }, true, true},
 	{"status caught up (s)", func(p phaseResult) float64 { return p.StatusS }, true, false},
 	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, false},
+	{"per owner: owner seen to its first pod, median (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodMedianS }, true, false},
+	{"per owner: owner seen to its first pod, p90 (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodP90S }, true, false},
+	{"per owner: first pod to last pod, median (s)", func(p phaseResult) float64 { return p.FirstToLastPodMedianS }, true, false},
+	{"per owner: first pod to last pod, p90 (s)", func(p phaseResult) float64 { return p.FirstToLastPodP90S }, true, false},
 	{"overshoot (pods)", func(p phaseResult) float64 { return float64(p.Overshoot) }, false, false},
 	{"pods created - target", func(p phaseResult) float64 { return float64(p.Created - p.Target) }, false, false},
 	{"operator writes per created pod", func(p phaseResult) float64 { return p.WritesPerPod }, false, false},
@@ -237,7 +249,7 @@ func writeChart(path string, rows []medianRow) error {
 	var labels []string
 	var psVals, rsVals, directVals plotter.Values
 	for _, r := range rows {
-		if !strings.HasSuffix(r.Figure, "(s)") || strings.HasPrefix(r.Figure, "controller") || strings.HasPrefix(r.Figure, "owners") {
+		if !strings.HasSuffix(r.Figure, "(s)") || strings.HasPrefix(r.Figure, "controller") || strings.HasPrefix(r.Figure, "owners") || strings.HasPrefix(r.Figure, "per owner") {
 			continue
 		}
 		labels = append(labels, r.Shape+"\n"+strings.TrimPrefix(strings.TrimSuffix(r.Figure, " (s)"), "all pods "))

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +40,11 @@ type podWatcher struct {
 	wantCreated, wantReady, wantLiveAtMost int
 	allCreated, allReady, liveReached      time.Duration
 	changed                                chan struct{}
+
+	// firstPod and lastPod are when the first and the last pod of each
+	// controller (by its UID) were first seen: with the owner watcher's
+	// first sight of the owner, the per-owner trace of ownerLatencies.
+	firstPod, lastPod map[types.UID]time.Time
 }
 
 type podState struct{ live, ready bool }
@@ -58,7 +66,8 @@ func isReady(p *corev1.Pod) bool {
 // has synced. The informer, not a bare watch, so that a watch the API server
 // closes under load is resumed without losing events.
 func watchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podWatcher, error) {
-	w := &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1}
+	w := &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1,
+		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -92,6 +101,12 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 	old, seen := w.pods[p.UID]
 	if !seen {
 		w.created++
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && !deleted {
+			if _, ok := w.firstPod[ref.UID]; !ok {
+				w.firstPod[ref.UID] = now
+			}
+			w.lastPod[ref.UID] = now
+		}
 	}
 	cur := podState{live: !deleted && isLive(p)}
 	cur.ready = cur.live && isReady(p)
@@ -168,6 +183,8 @@ type ownerWatcher struct {
 	mu     sync.Mutex
 	start  time.Time
 	owners map[string]bool // name -> status caught up with the spec
+	// seen is when each owner (by UID) was first seen.
+	seen map[types.UID]time.Time
 	// want is how many owners must be caught up with want replicas each.
 	wantOwners   int
 	wantReplicas int64
@@ -182,7 +199,7 @@ var (
 // watchOwners starts an informer on the owners of the namespace (unstructured:
 // PodSets and ReplicaSets report the same fields under the same names).
 func watchOwners(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource, ns string) (*ownerWatcher, error) {
-	w := &ownerWatcher{owners: map[string]bool{}}
+	w := &ownerWatcher{owners: map[string]bool{}, seen: map[types.UID]time.Time{}}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, nil)
 	inf := f.ForResource(gvr).Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -219,6 +236,9 @@ func (w *ownerWatcher) observe(obj any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.owners[u.GetName()] = caughtUp(u, w.wantReplicas)
+	if _, ok := w.seen[u.GetUID()]; !ok {
+		w.seen[u.GetUID()] = now
+	}
 	w.check(now)
 }
 
@@ -251,4 +271,45 @@ func (w *ownerWatcher) caughtUpAfter() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.caughtUp
+}
+
+// ownerLatencies traces where a scale-up's time goes per owner, as a
+// watcher sees it (the same watch delay for both kinds): from the owner's
+// first sight to its first pod's (the controller's informer event, queue
+// wait, reconcile and first create), and from its first pod to its last
+// (the slow-start batches, each waiting for the previous one's watch
+// events). Medians and 90th percentiles over the owners.
+type ownerLatencies struct {
+	ToFirstMedian, ToFirstP90, FirstToLastMedian, FirstToLastP90 time.Duration
+}
+
+func traceOwners(ow *ownerWatcher, pw *podWatcher) ownerLatencies {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var toFirst, firstToLast []time.Duration
+	for uid, seen := range ow.seen {
+		first, ok := pw.firstPod[uid]
+		if !ok {
+			continue
+		}
+		toFirst = append(toFirst, first.Sub(seen))
+		firstToLast = append(firstToLast, pw.lastPod[uid].Sub(first))
+	}
+	return ownerLatencies{
+		ToFirstMedian: quantile(toFirst, 0.5), ToFirstP90: quantile(toFirst, 0.9),
+		FirstToLastMedian: quantile(firstToLast, 0.5), FirstToLastP90: quantile(firstToLast, 0.9),
+	}
+}
+
+// quantile is the q-quantile of ds (nearest rank), 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }
