@@ -284,6 +284,15 @@ func expectConverged(t *testing.T, ns, name string, n int) {
 func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResult {
 	name := "chaos"
 	ns := newNamespace(t, "chaos-"+scenario+"-"+slug, nil)
+	// The component logs go with the cluster; keep what the replicas said
+	// about this PodSet in the test's output when it fails.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range replicas {
+				r.printLogLinesMentioning(ns, 300)
+			}
+		}
+	})
 	res := chaosResult{fault: "none (undisturbed)", scenario: scenario, bound: chaosReplicas}
 	if f != nil {
 		res.fault = f.name

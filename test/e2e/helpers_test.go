@@ -233,6 +233,12 @@ func (o *operatorProcess) running() bool {
 }
 
 func (o *operatorProcess) printLogTail(n int) {
+	o.printLogLinesMentioning("", n)
+}
+
+// printLogLinesMentioning prints the last n lines of the log that contain
+// what (every line when empty).
+func (o *operatorProcess) printLogLinesMentioning(what string, n int) {
 	f, err := os.Open(o.logPath)
 	if err != nil {
 		return
@@ -242,12 +248,15 @@ func (o *operatorProcess) printLogTail(n int) {
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for s.Scan() {
+		if !strings.Contains(s.Text(), what) {
+			continue
+		}
 		lines = append(lines, s.Text())
 		if len(lines) > n {
 			lines = lines[1:]
 		}
 	}
-	fmt.Printf("----- last %d lines of %s -----\n%s\n", n, o.logPath, strings.Join(lines, "\n"))
+	fmt.Printf("----- last %d lines of %s mentioning %q -----\n%s\n", n, o.logPath, what, strings.Join(lines, "\n"))
 }
 
 // setQuota creates or changes ResourceQuota ns/name to allow this many pods.
