@@ -98,12 +98,20 @@ func (r *PodSetReconciler) fenceTrips() uint64 {
 // the API server, in the two situations described above; otherwise it
 // costs nothing.
 func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) error {
-	if s.expectationsWait > 0 || s.podSetGone || s.podSet.DeletionTimestamp != nil {
+	if s.podSetGone || s.podSet.DeletionTimestamp != nil {
 		return nil
 	}
 	doubtful := r.Expectations.Doubtful(s.key)
 	trips := r.fenceTrips()
-	if !doubtful && r.cacheChecks.upToDate(s.key, trips) {
+	paused := !r.cacheChecks.upToDate(s.key, trips)
+	// Expectations still running are waited for, except after a pause:
+	// what they wait for may have come and gone while the replica was
+	// stopped (a pod it created, deleted by someone else before its
+	// relist), and then only their 5-minute timeout would end the wait.
+	if s.expectationsWait > 0 && !paused {
+		return nil
+	}
+	if !doubtful && !paused {
 		return nil
 	}
 	live := &corev1.PodList{}
@@ -117,8 +125,11 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 			"missingFromCache", missing, "goneFromServer", extra, "nextCheck", s.cacheRecheck)
 		return nil
 	}
-	if doubtful {
+	if doubtful || s.expectationsWait > 0 {
+		// The cache holds exactly what the API server has: nothing
+		// waited for is still to come.
 		r.Expectations.Resolve(s.key)
+		s.expectationsWait = 0
 	}
 	r.cacheChecks.done(s.key, trips)
 	return nil

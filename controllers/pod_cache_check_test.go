@@ -132,6 +132,36 @@ func TestReconcileAfterAPauseWaitsForACacheBehind(t *testing.T) {
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
 }
 
+// A replica paused right after creating a pod, which someone deleted before
+// the replica's relist: the creation's event never comes. Once its cache
+// matches the API server again, the PodSet acts at once instead of waiting
+// out the expectation's 5-minute timeout.
+func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 2)
+	// Cache and API server agree: two pods. The third was created before
+	// the pause and deleted during it.
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	clock := unitNow
+	f := NewLeaderFence(2 * time.Second)
+	f.now = func() time.Time { return clock }
+	f.lastTick = clock
+	r.Fence = f
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	r.Expectations.ExpectCreations(key, 1)
+
+	clock = clock.Add(20 * time.Second) // paused
+	g.Expect(f.Allow()).To(MatchError(ErrFenced))
+	clock = clock.Add(time.Second)
+	f.renewed()
+
+	_, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3), "the PodSet waited for a creation whose pod is gone")
+	g.Expect(r.cacheChecks.upToDate(key, f.Trips())).To(BeTrue())
+}
+
 func TestPodCacheDiff(t *testing.T) {
 	ps := unitPodSet(3)
 	pods := ownedPods(ps, 3)
