@@ -230,6 +230,11 @@ var explainedRequests = map[string]bool{
 	"patch podsets/status":       true, // status, paced
 	"create events":              true, // one event per scaling step
 	"patch events":               true, // a repeated event's series
+	// An informer re-opening its watch: client-go ends each watch after 5
+	// to 10 minutes, so one may fall into any phase (a CI smoke run saw it).
+	"watch pods":                true,
+	"watch podsets":             true,
+	"watch controllerrevisions": true,
 }
 
 // unexplainedRequests lists the operator's requests in p that
