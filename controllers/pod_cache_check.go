@@ -108,10 +108,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// what they wait for may have come and gone while the replica was
 	// stopped (a pod it created, deleted by someone else before its
 	// relist), and then only their 5-minute timeout would end the wait.
-	if s.expectationsWait > 0 && !paused {
-		return nil
-	}
-	if !doubtful && !paused {
+	if !paused && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
 	live := &corev1.PodList{}

@@ -120,22 +120,15 @@ var managerArchive, opmArchive string
 // buildah trusts the registry's certificate through SSL_CERT_FILE, as
 // operator-sdk does.
 func pushImages(ctx context.Context) error {
-	ref := func(upstream string) (string, error) {
-		tag, err := cluster.RegistryRef(upstream)
-		if err != nil {
-			return "", err
-		}
-		return tag.String(), nil
-	}
-	img, err := ref("quay.io/example/podset-operator:v" + version)
+	img, err := registryName("quay.io/example/podset-operator:v" + version)
 	if err != nil {
 		return err
 	}
-	bundleImg, err := ref("quay.io/example/podset-operator-bundle:v" + version)
+	bundleImg, err := registryName("quay.io/example/podset-operator-bundle:v" + version)
 	if err != nil {
 		return err
 	}
-	catalogImg, err := ref("quay.io/example/podset-operator-catalog:v" + version)
+	catalogImg, err := registryName("quay.io/example/podset-operator-catalog:v" + version)
 	if err != nil {
 		return err
 	}
@@ -223,9 +216,17 @@ func kubectl(t *testing.T, ctx context.Context, args ...string) string {
 // it: the same repository in the cluster's registry.
 func registryRef(t *testing.T, ref string) string {
 	t.Helper()
-	tag, err := cluster.RegistryRef(ref)
+	name, err := registryName(ref)
 	must(t, err)
-	return tag.String()
+	return name
+}
+
+func registryName(ref string) (string, error) {
+	tag, err := cluster.RegistryRef(ref)
+	if err != nil {
+		return "", err
+	}
+	return tag.String(), nil
 }
 
 // operatorSDK runs operator-sdk as a user would, from an empty directory
