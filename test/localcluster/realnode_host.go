@@ -55,8 +55,11 @@ type hostState struct {
 }
 
 // hostDirs are created outside the work directory by the kubelet or the CNI
-// plugins whatever their configuration says.
-var hostDirs = []string{"/var/lib/cni", "/var/log/containers", "/var/log/pods"}
+// plugins whatever their configuration says: the kubelet's device plugin
+// socket, for one, is always /var/lib/kubelet/device-plugins/kubelet.sock,
+// whatever --root-dir says (found on a machine where /var/lib/kubelet had
+// never existed).
+var hostDirs = []string{"/var/lib/cni", "/var/log/containers", "/var/log/pods", "/var/lib/kubelet"}
 
 func statePath() string { return filepath.Join(stateDir, "state.json") }
 

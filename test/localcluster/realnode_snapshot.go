@@ -35,15 +35,7 @@ func SnapshotHost() (HostSnapshot, error) {
 		if err != nil {
 			return s, err
 		}
-		table := ""
-		for _, line := range strings.Split(string(out), "\n") {
-			switch {
-			case strings.HasPrefix(line, "*"):
-				table = line[1:]
-			case strings.HasPrefix(line, ":"):
-				s.chains = append(s.chains, cmd+"/"+table+"/"+strings.Fields(line[1:])[0])
-			}
-		}
+		s.chains = append(s.chains, userChains(cmd, string(out))...)
 	}
 	s.cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	for _, d := range []string{"/var/lib/cni", "/var/log/pods", "/var/log/containers", "/run/localcluster-realnode", "/var/lib/kubelet"} {
@@ -85,4 +77,29 @@ func (s HostSnapshot) Diff(after HostSnapshot) string {
 		out = append(out, "ip_forward was "+s.ipForward+", is "+after.ipForward)
 	}
 	return strings.Join(out, "\n")
+}
+
+// builtinChains are the kernel's own chains of the iptables tables. They
+// exist as soon as anything touches a table: on a machine where nothing has,
+// iptables-save prints no table at all before the real node and the empty
+// built-in chains after it, which the node cannot remove and which filter
+// nothing (policy ACCEPT, no rule once the node's jumps are gone).
+var builtinChains = map[string]bool{"PREROUTING": true, "INPUT": true, "FORWARD": true, "OUTPUT": true, "POSTROUTING": true}
+
+// userChains lists the chains other than the built-in ones in the output of
+// cmd (iptables-save or ip6tables-save), as cmd/table/chain.
+func userChains(cmd, save string) []string {
+	var chains []string
+	table := ""
+	for _, line := range strings.Split(save, "\n") {
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case strings.HasPrefix(line, ":"):
+			if chain := strings.Fields(line[1:])[0]; !builtinChains[chain] {
+				chains = append(chains, cmd+"/"+table+"/"+chain)
+			}
+		}
+	}
+	return chains
 }
