@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -137,57 +135,6 @@ func (f *LeaderFence) sawOtherHolder() {
 		f.suspectSince = now
 	}
 }
-
-// WrapTransport makes every write sent through rt ask the fence first, and
-// fail with ErrFenced, unsent, when it refuses. A reconcile checks the fence
-// before each create and delete too, but a pause can fall between that
-// check and the request: the fault matrix once saw a leader resumed after
-// 17 s send 11 creates that had passed the check just before the pause,
-// for pods the new leader had made meanwhile (61 live pods for 50). Checked
-// here, the window left is the HTTP/2 framing of the request, microseconds;
-// Kubernetes offers no fencing token that would close it (the API server
-// takes writes from anyone the RBAC allows, leader or not).
-//
-// Reads are let through: they change nothing, and the caches of a standby
-// replica must stay warm. So are token and access reviews, POSTs that
-// change nothing either: the metrics endpoint asks them of every scrape, on
-// a standby (which the fence refuses, having read another holder) as on the
-// leader. The lease lock must use a config without this wrapper, or a
-// fenced replica could never renew its lease.
-func (f *LeaderFence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
-	return &fencedTransport{next: rt, fence: f}
-}
-
-type fencedTransport struct {
-	next  http.RoundTripper
-	fence *LeaderFence
-}
-
-// changesNothing reports whether a request only reads or asks.
-func changesNothing(req *http.Request) bool {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true
-	}
-	return strings.HasPrefix(req.URL.Path, "/apis/authentication.k8s.io/") ||
-		strings.HasPrefix(req.URL.Path, "/apis/authorization.k8s.io/")
-}
-
-func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !changesNothing(req) {
-		if err := t.fence.Allow(); err != nil {
-			if req.Body != nil {
-				_ = req.Body.Close() // a RoundTripper must close the body, even on error
-			}
-			return nil, err
-		}
-	}
-	return t.next.RoundTrip(req)
-}
-
-// WrappedRoundTripper lets client-go reach the transport underneath (to
-// close idle connections, for one).
-func (t *fencedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // Wrap returns lock, reporting each successful lease write (acquisition and
 // renewal) to the fence.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
@@ -195,4 +196,111 @@ func TestFencedTransportRefusesWritesAfterAPause(t *testing.T) {
 	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sent(http.MethodPost)).To(Equal(3))
+}
+
+// pauseAfter pauses the process, on a fake clock, once a request has passed
+// the fence's round-trip check: the request then waits on its connection
+// across the pause, as a slow-start batch's creates do behind each other.
+type pauseAfter struct {
+	next  http.RoundTripper
+	pause func()
+	armed bool
+}
+
+func (p *pauseAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p.armed {
+		p.armed = false
+		p.pause()
+	}
+	return p.next.RoundTrip(req)
+}
+
+// A request that passed the round trip's check before a pause, and waited
+// across it for its turn on the HTTP/2 connection, is refused when its body
+// is read to be sent, so it never reaches the API server after the resume;
+// reads go on as before, and writes once the lease is renewed.
+func TestFencedBodySendsNothingQueuedBeforeAPause(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Over HTTP/2 the handler starts with the headers; like the API
+		// server, it acts on nothing before it has the whole body.
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		mu.Lock()
+		seen[r.Method]++
+		if r.ProtoMajor != 2 {
+			seen["not HTTP/2"]++
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	sent := func(what string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[what]
+	}
+
+	// The connections' goroutines read the clock too.
+	var clockMu sync.Mutex
+	clock := unitNow
+	advance := func(d time.Duration) {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		clock = clock.Add(d)
+	}
+	f := NewLeaderFence(2 * time.Second)
+	f.now = func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		return clock
+	}
+	f.lastTick = clock
+	pauser := &pauseAfter{pause: func() { advance(20 * time.Second) }}
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{
+		Host:            srv.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			pauser.next = rt
+			return f.WrapTransport(pauser)
+		},
+	})
+	pods := cs.CoreV1().Pods("ns")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
+
+	_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodPost)).To(Equal(1))
+
+	pauser.armed = true
+	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).To(MatchError(ErrFenced))
+	g.Expect(mayHaveReachedServer(err)).To(BeFalse(), "a create refused before its body was sent made no pod")
+	g.Expect(sent(http.MethodPost)).To(Equal(1), "the create queued across the pause reached the server")
+
+	// Reads go on, on the same connection.
+	_, err = pods.List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodGet)).To(Equal(1))
+	// Writes wait for the lease's renewal, as before.
+	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).To(MatchError(ErrFenced))
+	advance(time.Second)
+	f.renewed()
+	_, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent(http.MethodPost)).To(Equal(2))
+	g.Expect(sent("not HTTP/2")).To(BeZero(), "the test must run over HTTP/2, as the manager does")
 }
