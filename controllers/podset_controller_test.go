@@ -199,3 +199,29 @@ func TestTransientErrors(t *testing.T) {
 		})
 	}
 }
+
+// In a namespace being deleted every create is refused: the first refusal
+// ends the step, and it is not reported as a failure.
+func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(100)
+	r, c := unitReconciler(t, nil, nil, ps)
+	var creates atomic.Int32
+	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isPod := obj.(*corev1.Pod); isPod {
+				creates.Add(1)
+				err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("unable to create new content in namespace ns because it is being terminated"))
+				err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+				return err
+			}
+			return cl.Create(ctx, obj, opts...)
+		},
+	})
+
+	_, err := reconcileOnce(r, ps)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent after the namespace was seen terminating")
+	g.Expect(r.Expectations.ExpiresIn(expectationsKey(ps.Namespace, ps.Name, ps.UID))).To(BeZero(), "refused creates are still expected")
+}
