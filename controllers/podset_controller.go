@@ -68,9 +68,10 @@ type PodSetReconciler struct {
 	// has renewed its lease (see LeaderFence).
 	Fence *LeaderFence
 
-	statusPacer *statusPacer
-	strays      *strayPods
-	cacheChecks *podCacheChecks
+	statusPacer     *statusPacer
+	strays          *strayPods
+	cacheChecks     *podCacheChecks
+	recentRevisions *recentRevisions
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -92,6 +93,9 @@ type podSetScope struct {
 	podSetGone bool
 	// revisions are the PodSet's pod template revisions.
 	revisions revisionState
+	// firstRevision, when set, reports the create of a new PodSet's first
+	// revision, issued beside its first pods (startFirstRevision).
+	firstRevision <-chan error
 	// outcome is what the scaling phase did.
 	outcome scaleOutcome
 	// statusWait is how long until a status write held back by the pacer
@@ -133,6 +137,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.statusPacer.forget(req.String())
 			r.strays.forget(req.NamespacedName)
 			r.cacheChecks.forget(req.String())
+			r.recentRevisions.forgetPodSet(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -160,7 +165,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	// A failed scale is reported in the status, then retried with backoff.
-	errs := []error{r.scalePods(ctx, s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
+	errs := []error{r.scalePods(ctx, s), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
 	if err := kerrors.NewAggregate(errs); err != nil {
 		return retry(ctx, err)
 	}
@@ -263,6 +268,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
 	r.strays = newStrayPods()
 	r.cacheChecks = newPodCacheChecks()
+	r.recentRevisions = newRecentRevisions()
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}

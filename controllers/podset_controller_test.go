@@ -62,15 +62,16 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		apiReader = c
 	}
 	return &PodSetReconciler{
-		Client:       c,
-		APIReader:    apiReader,
-		Scheme:       testScheme,
-		Recorder:     events.NewFakeRecorder(100),
-		Expectations: NewExpectations(DefaultExpectationsTimeout),
-		Pods:         podIndexWith(t, pods),
-		statusPacer:  newStatusPacer(DefaultStatusWriteInterval),
-		strays:       newStrayPods(),
-		cacheChecks:  newPodCacheChecks(),
+		Client:          c,
+		APIReader:       apiReader,
+		Scheme:          testScheme,
+		Recorder:        events.NewFakeRecorder(100),
+		Expectations:    NewExpectations(DefaultExpectationsTimeout),
+		Pods:            podIndexWith(t, pods),
+		statusPacer:     newStatusPacer(DefaultStatusWriteInterval),
+		strays:          newStrayPods(),
+		cacheChecks:     newPodCacheChecks(),
+		recentRevisions: newRecentRevisions(),
 	}, c
 }
 

@@ -34,7 +34,10 @@ func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scal
 // live, or the rollout is paused there), which is what users and tools wait
 // for, or the ReplicaFailure condition changes, the progress deadline has
 // just passed, a new revision or collision count must be recorded, or this
-// reconcile's scaling failed. A failed reconcile returns its error, and
+// reconcile's scaling failed. A new PodSet's first revision is no news: it
+// is written with its first progress, paced like any other (a PodSet of one
+// pod would otherwise write its status twice, once before its pod exists).
+// A failed reconcile returns its error, and
 // controller-runtime then ignores RequeueAfter in favour of a backoff that
 // grows to minutes: a write held back now could wait that long.
 func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome scaleOutcome) bool {
@@ -43,7 +46,7 @@ func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int
 		progressing != nil && (progressing.Reason == ReasonNewRevisionAvailable || progressing.Reason == ReasonPaused)
 	return settled || outcome.err != nil || replicaFailureFlips(current, computed) ||
 		deadlineJustExceeded(current, computed) ||
-		computed.UpdateRevision != current.UpdateRevision ||
+		(current.UpdateRevision != "" && computed.UpdateRevision != current.UpdateRevision) ||
 		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount)
 }
 

@@ -40,6 +40,14 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 	counts := func(replicas, ready, available int32, conds ...metav1.Condition) appv1alpha1.PodSetStatus {
 		return appv1alpha1.PodSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds}
 	}
+	withRevision := func(st appv1alpha1.PodSetStatus, name string) appv1alpha1.PodSetStatus {
+		st.UpdateRevision = name
+		return st
+	}
+	withCollisions := func(st appv1alpha1.PodSetStatus, n int32) appv1alpha1.PodSetStatus {
+		st.CollisionCount = &n
+		return st
+	}
 	progressing := func(reason string) metav1.Condition {
 		return metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason}
 	}
@@ -58,7 +66,9 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		{"settled where the rollout is paused", counts(3, 2, 2), counts(3, 3, 3, paused), 3, scaleOutcome{}, true},
 		{"all available but still rolling out", counts(3, 2, 2), counts(3, 3, 3, rolling), 3, scaleOutcome{}, false},
 		{"the progress deadline just passed", counts(3, 2, 2, rolling), counts(3, 2, 2, deadline), 3, scaleOutcome{}, true},
-		{"a new revision to record", counts(3, 3, 3, done), appv1alpha1.PodSetStatus{Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, UpdateRevision: "web-2", Conditions: []metav1.Condition{rolling}}, 3, scaleOutcome{}, true},
+		{"a new revision to record", withRevision(counts(3, 3, 3, done), "web-1"), withRevision(counts(3, 3, 3, rolling), "web-2"), 3, scaleOutcome{}, true},
+		{"a new PodSet's first revision: paced with its first progress", counts(0, 0, 0), withRevision(counts(1, 0, 0), "web-1"), 3, scaleOutcome{}, false},
+		{"a new collision count to record", counts(3, 3, 3, rolling), withCollisions(counts(3, 3, 3, rolling), 1), 3, scaleOutcome{}, true},
 		{"pods still turning ready", counts(3, 1, 1), counts(3, 2, 2), 3, scaleOutcome{}, false},
 		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, scaleOutcome{}, false},
 		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, scaleOutcome{}, false},
