@@ -78,7 +78,7 @@ func main() {
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "The namespace of the leader election Lease; empty: the namespace the manager runs in (required when it runs outside a cluster).")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to clients authenticated and authorized by the API server.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default against the HTTP/2 Rapid Reset and Stream Cancellation CVEs.")
-	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 5, "How many PodSets are reconciled at once.")
+	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many PodSets are reconciled at once.")
 	flag.IntVar(&burstReplicas, "burst-replicas", controllers.DefaultBurstReplicas, "The most pods created or deleted for one PodSet in one reconcile.")
 	flag.DurationVar(&statusWriteInterval, "status-write-interval", controllers.DefaultStatusWriteInterval, "The shortest time between two status writes of one PodSet while its pods are still being created, deleted or becoming available; the status of a settled PodSet, and a ReplicaFailure change, are written at once. 0 writes every change.")
 	flag.DurationVar(&podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod, "How long a pod event waits before it wakes its PodSet, so that the events of many pods bring one reconcile; 0 wakes it at once.")
@@ -131,7 +131,8 @@ func main() {
 			os.Exit(1)
 		}
 		lock = fence.Wrap(inner)
-		// Every write of the manager asks the fence just before it is sent.
+		// Every write of the manager asks the fence when it enters the
+		// HTTP transport and again as its body goes on the wire.
 		cfg.Wrap(fence.WrapTransport)
 		// The chaos tests tell which replica leads by this identity.
 		setupLog.Info("leader election", "identity", lock.Identity())
