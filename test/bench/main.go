@@ -248,12 +248,16 @@ func benchmark(ctx context.Context, o options) (report, error) {
 	defer func() { b.op.stop() }() // idempotent: the memory scenario stops it earlier
 
 	for r := 1; r <= o.runs; r++ {
-		// The direct client, once per run and distinct pod count.
+		// The direct client, once per run and distinct pod count, and
+		// once per shape of several owners.
 		done := map[int]bool{}
 		for _, s := range o.shapes {
 			if !done[s.pods()] {
 				done[s.pods()] = true
-				rep.Phases = append(rep.Phases, b.directPhase(ctx, s.pods(), r))
+				rep.Phases = append(rep.Phases, b.directPhase(ctx, s, false, r))
+			}
+			if s.owners > 1 {
+				rep.Phases = append(rep.Phases, b.directPhase(ctx, s, true, r))
 			}
 		}
 		for i, s := range o.shapes {

@@ -215,11 +215,19 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 }
 
 // directPhase creates pods with no controller: the floor every controller's
-// "all created" and "all Ready" times sit on.
-func (b *bench) directPhase(ctx context.Context, pods, run int) phaseResult {
+// "all created" and "all Ready" times sit on. With owners (a shape of more
+// than one owner), the client creates each owner too, a ConfigMap, and then
+// its pods, each with an ownerReference to it: the floor of that shape, whose
+// owners a controller cannot act on before they exist.
+func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) phaseResult {
+	pods := s.pods()
 	res := phaseResult{Kind: "direct", Shape: fmt.Sprintf("%dx1-direct", pods), Owners: 0, Replicas: 1, Run: run, Target: pods}
 	ns := fmt.Sprintf("bench-direct-%d-r%d", pods, run)
-	logf("direct %d pods run %d: starting in namespace %s", pods, run, ns)
+	if owners {
+		res.Shape, res.Owners, res.Replicas = s.String(), s.owners, s.replicas
+		ns = fmt.Sprintf("bench-direct-%s-r%d", s, run)
+	}
+	logf("direct %s run %d: starting in namespace %s", res.Shape, run, ns)
 	err := func() error {
 		if err := createNamespace(ctx, b.cs, ns); err != nil {
 			return err
@@ -232,7 +240,11 @@ func (b *bench) directPhase(ctx context.Context, pods, run int) phaseResult {
 		}
 		start := time.Now()
 		pw.expectScaleUp(start, pods)
-		if err := createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil); err != nil {
+		create := func() error { return createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil) }
+		if owners {
+			create = func() error { return createOwnedPodsDirectly(ctx, b.cs, ns, s) }
+		}
+		if err := create(); err != nil {
 			return err
 		}
 		if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod Ready", func() bool { return pw.counts().allReady > 0 }); err != nil {
@@ -244,9 +256,9 @@ func (b *bench) directPhase(ctx context.Context, pods, run int) phaseResult {
 	}()
 	if err != nil {
 		res.Error = err.Error()
-		logf("direct run %d: ERROR %v", run, err)
+		logf("direct %s run %d: ERROR %v", res.Shape, run, err)
 	} else {
-		logf("direct %d pods run %d: created %.2fs ready %.2fs", pods, run, res.AllCreatedS, res.AllReadyS)
+		logf("direct %s run %d: created %.2fs ready %.2fs", res.Shape, run, res.AllCreatedS, res.AllReadyS)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()

@@ -175,10 +175,17 @@ func summarise(phases []phaseResult, shapes []shape) []medianRow {
 	collect := func(kind string, s shape, get func(phaseResult) float64) []float64 {
 		var xs []float64
 		for _, p := range phases {
-			// The direct client's run of the same number of pods stands
-			// for every shape of that total.
-			same := p.Shape == s.String() || (kind == "direct" && p.Target == s.pods())
-			if p.Kind == kind && same && p.Error == "" {
+			if p.Kind == kind && p.Shape == s.String() && p.Error == "" {
+				xs = append(xs, get(p))
+			}
+		}
+		if len(xs) > 0 || kind != "direct" {
+			return xs
+		}
+		// No direct run with this shape's owners: the direct client's
+		// run of the same number of pods stands for it.
+		for _, p := range phases {
+			if p.Kind == kind && p.Owners == 0 && p.Target == s.pods() && p.Error == "" {
 				xs = append(xs, get(p))
 			}
 		}

@@ -166,10 +166,48 @@ func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix
 		for k, v := range extraLabels {
 			labels[k] = v
 		}
-		tmpl := podTemplate(labels)
-		pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-		pod.Name = fmt.Sprintf("%s-%05d", prefix, i)
+		pod := directPod(fmt.Sprintf("%s-%05d", prefix, i), labels)
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// createOwnedPodsDirectly creates s.owners ConfigMaps, each followed by its
+// s.replicas pods (at once) with an ownerReference to it: what a controller
+// with nothing to decide would send for shape s.
+func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape) error {
+	return parallel(ctx, s.owners, func(ctx context.Context, i int) error {
+		owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%05d", i)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+		errs := make(chan error, s.replicas)
+		for j := range s.replicas {
+			go func() {
+				pod := directPod(fmt.Sprintf("%s-%03d", owner.Name, j), map[string]string{ownerLabel: "direct"})
+				pod.OwnerReferences = []metav1.OwnerReference{ref}
+				_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+				errs <- err
+			}()
+		}
+		var first error
+		for range s.replicas {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
+
+// directPod is the benchmark's pod, named name, as a client without a
+// controller creates it.
+func directPod(name string, labels map[string]string) *corev1.Pod {
+	tmpl := podTemplate(labels)
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	pod.Name = name
+	return pod
 }
