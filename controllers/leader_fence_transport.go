@@ -128,4 +128,3 @@ func (b *fencedBody) Read(p []byte) (int, error) {
 // WrappedRoundTripper lets client-go reach the transport underneath (to
 // close idle connections, for one).
 func (t *fencedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
-

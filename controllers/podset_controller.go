@@ -86,6 +86,7 @@ type PodSetReconciler struct {
 	strays          *strayPods
 	cacheChecks     *podCacheChecks
 	recentRevisions *recentRevisions
+	podWriteSlots   writeSlots
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -283,6 +284,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	r.strays = newStrayPods()
 	r.cacheChecks = newPodCacheChecks()
 	r.recentRevisions = newRecentRevisions()
+	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}

@@ -129,7 +129,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	}
 	ps := s.podSet
 	var created, uncertain atomic.Int32
-	_, err := slowStartBatch(n, func() error {
+	_, err := slowStartBatch(ctx, n, r.podWriteSlots, func() error {
 		// A pause can fall in the middle of a step: each write checks
 		// the fence, not only the reconcile's start.
 		if err := r.fenceAllows(); err != nil {
@@ -193,7 +193,16 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 		errs    []error
 	)
 	for _, pod := range victims {
+		if err := r.podWriteSlots.take(ctx); err != nil {
+			// The manager is stopping: this deletion is not sent.
+			mu.Lock()
+			r.Expectations.DeletionObserved(s.key, pod.UID)
+			errs = append(errs, err)
+			mu.Unlock()
+			continue
+		}
 		wg.Go(func() {
+			defer r.podWriteSlots.give()
 			err := r.fenceAllows()
 			if err == nil {
 				// The UID precondition keeps a namesake created

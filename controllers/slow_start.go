@@ -1,6 +1,9 @@
 package controllers
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // slowStartInitialBatch is the size of the first batch of pod creations.
 const slowStartInitialBatch = 1
@@ -13,13 +16,22 @@ const slowStartInitialBatch = 1
 // When every create is going to fail (a quota is exhausted, admission refuses
 // the pod), this costs one failed request instead of count; when they all
 // succeed, it costs only log2(count) round trips.
-func slowStartBatch(count int, fn func() error) (int, error) {
+//
+// Each call holds one of slots while it runs (see DefaultPodWritesInFlight);
+// a call that cannot get one before ctx ends is not made, and counts as
+// failed with ctx's error.
+func slowStartBatch(ctx context.Context, count int, slots writeSlots, fn func() error) (int, error) {
 	successes := 0
 	for remaining, batch := count, min(count, slowStartInitialBatch); batch > 0; batch = min(2*batch, remaining) {
 		errs := make(chan error, batch)
 		var wg sync.WaitGroup
 		for range batch {
+			if err := slots.take(ctx); err != nil {
+				errs <- err
+				continue
+			}
 			wg.Go(func() {
+				defer slots.give()
 				if err := fn(); err != nil {
 					errs <- err
 				}

@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -27,7 +29,7 @@ func TestSlowStartBatchZeroCountCallsNothing(t *testing.T) {
 	g := NewWithT(t)
 	calls := &failingCalls{}
 
-	successes, err := slowStartBatch(0, calls.fn)
+	successes, err := slowStartBatch(context.Background(), 0, nil, calls.fn)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(BeZero())
@@ -40,7 +42,7 @@ func TestSlowStartBatchAllSucceed(t *testing.T) {
 			g := NewWithT(t)
 			calls := &failingCalls{}
 
-			successes, err := slowStartBatch(tt.count, calls.fn)
+			successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(successes).To(Equal(tt.count))
@@ -62,7 +64,7 @@ func TestSlowStartBatchBatchBoundaries(t *testing.T) {
 					g := NewWithT(t)
 					calls := &failingCalls{failing: map[int]bool{failing: true}}
 
-					successes, err := slowStartBatch(tt.count, calls.fn)
+					successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
 
 					g.Expect(calls.made).To(Equal(last), "call %d fails, in batch %d", failing, k+1)
 					g.Expect(successes).To(Equal(last-1), "call %d fails", failing)
@@ -101,7 +103,7 @@ func TestSlowStartBatchStopsAfterTheBatchThatFailed(t *testing.T) {
 				wantErrs = append(wantErrs, callError(i))
 			}
 
-			successes, err := slowStartBatch(tt.count, calls.fn)
+			successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
 
 			g.Expect(calls.made).To(Equal(tt.wantCalls))
 			g.Expect(successes).To(Equal(tt.wantSuccesses))
@@ -122,7 +124,7 @@ func TestSlowStartBatchRunsTheCallsOfABatchConcurrently(t *testing.T) {
 	g.Expect(batchesByFailure(10)).To(Equal(want), "batches cut wrongly, the barrier would never open")
 	b := newBatchBarrier(want)
 
-	successes, err := slowStartBatch(10, b.call)
+	successes, err := slowStartBatch(context.Background(), 10, nil, b.call)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(Equal(10))
@@ -155,7 +157,7 @@ func batchesByFailure(count int) []int {
 	var batches []int
 	for first := 1; first <= count; {
 		calls := &failingCalls{failing: map[int]bool{first: true}}
-		_, _ = slowStartBatch(count, calls.fn)
+		_, _ = slowStartBatch(context.Background(), count, nil, calls.fn)
 		if calls.made < first {
 			break
 		}
@@ -212,4 +214,50 @@ func (b *batchBarrier) call() error {
 	}
 	b.inFlight--
 	return nil
+}
+
+// The calls of a batch hold one write slot each: however large the batch, no
+// more run at once than there are slots, and every call is still made.
+func TestSlowStartBatchHoldsAWriteSlotPerCall(t *testing.T) {
+	g := NewWithT(t)
+	slots := newWriteSlots(3)
+	var mu sync.Mutex
+	running, most, made := 0, 0, 0
+	fn := func() error {
+		mu.Lock()
+		running++
+		made++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil
+	}
+
+	successes, err := slowStartBatch(context.Background(), 40, slots, fn)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(successes).To(Equal(40))
+	g.Expect(made).To(Equal(40))
+	g.Expect(most).To(Equal(3), "calls running at once")
+	g.Expect(slots).To(BeEmpty(), "slots not given back")
+}
+
+// A call that cannot get a slot before the context ends is not made, and
+// counts as failed: the caller lowers its expectations by it.
+func TestSlowStartBatchStopsWhenNoSlotComesBeforeTheContextEnds(t *testing.T) {
+	g := NewWithT(t)
+	slots := newWriteSlots(1)
+	g.Expect(slots.take(context.Background())).To(Succeed()) // held elsewhere
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := &failingCalls{}
+
+	successes, err := slowStartBatch(ctx, 5, slots, calls.fn)
+
+	g.Expect(err).To(MatchError(context.Canceled))
+	g.Expect(successes).To(BeZero())
+	g.Expect(calls.made).To(BeZero())
 }
