@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,7 +149,7 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	}
 	kubeconfig := cluster.KubeconfigPath()
 	// --writeStatusName "": there is no OpenShift ClusterOperator to report to.
-	if err := start("olm", filepath.Join(bins.olm, "olm"), []string{
+	if err := startRestarting("olm", filepath.Join(bins.olm, "olm"), []string{
 		"--namespace", olmNamespace, "--writeStatusName", "",
 	}, "KUBECONFIG="+kubeconfig, "OPERATOR_NAMESPACE="+olmNamespace, "OPERATOR_NAME=olm-operator"); err != nil {
 		return err
@@ -156,7 +157,7 @@ func startOLM(ctx context.Context, catalogArgs ...string) error {
 	bin, args := catalogCommand(filepath.Join(bins.olm, "catalog"), append([]string{
 		"--namespace", olmNamespace, "--kubeconfig", kubeconfig, "--writeStatusName", "",
 	}, catalogArgs...))
-	return start("catalog", bin, args, "KUBECONFIG="+kubeconfig)
+	return startRestarting("catalog", bin, args, "KUBECONFIG="+kubeconfig)
 }
 
 // catalogCommand is how the catalog operator is run: as it is, or (on the
@@ -265,6 +266,52 @@ var (
 // start runs a child process with its output in logDir/NAME.log. It gets its
 // own process group and SIGKILL if this test binary dies, so nothing
 // outlives the run.
+// startRestarting starts a process and starts it again whenever it exits,
+// until stopAll, as the Deployment that runs it in a cluster would. OLM's
+// operators rely on that: once their labeller has labelled every object it
+// watches, they exit on purpose ("exiting to re-start the process") to come
+// back with a label-filtered cache. When that happens depends on what the
+// tests have created and deleted; without a restart a CI run lost its
+// catalog operator in the middle of TestCatalogUpgrade.
+func startRestarting(name, bin string, args []string, env ...string) error {
+	p, err := startProc(name, bin, args, env...)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			<-p.Done()
+			if stopping.Load() {
+				return
+			}
+			_, why := p.Exited()
+			logf("%s exited (%v); starting it again", name, why)
+			time.Sleep(time.Second)
+			// Checked and started under the lock that stopAll holds, so
+			// that nothing is started after it.
+			procsMu.Lock()
+			if stopping.Load() {
+				procsMu.Unlock()
+				return
+			}
+			next, err := localcluster.StartProcess(name, bin, args, env, filepath.Join(logDir, name+".log"))
+			if err == nil {
+				procs = append(procs, next)
+			}
+			procsMu.Unlock()
+			if err != nil {
+				logf("starting %s again: %v", name, err)
+				return
+			}
+			p = next
+		}
+	}()
+	return nil
+}
+
+// stopping is set once stopAll has begun: no process is started again.
+var stopping atomic.Bool
+
 func start(name, bin string, args []string, env ...string) error {
 	_, err := startProc(name, bin, args, env...)
 	return err
@@ -290,6 +337,7 @@ func exited(p *localcluster.Process) bool {
 func stopAll() {
 	procsMu.Lock()
 	defer procsMu.Unlock()
+	stopping.Store(true)
 	for i := len(procs) - 1; i >= 0; i-- {
 		_ = procs[i].Stop()
 	}
