@@ -361,6 +361,20 @@ bench: cluster-tools build ## Run the full benchmark (about 15 min on 2 cores); 
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
 
+# The growth runs: the memory scenario alone, with PodSets of 10 pods and no
+# foreign pods, at each of GROWTH_OWNERS PodSets, on 10 kwok nodes (50,000
+# pod slots). docs/benchmarks.md fits and projects the figures.
+GROWTH_OWNERS ?= 1000 2000 4000
+
+.PHONY: bench-growth
+bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods in PodSets of 10; about 15 min); writes docs/growth/<N>x10/benchmarks.json.
+	$(GO) build -o $(LOCALBIN)/bench ./test/bench
+	set -e; for n in $(GROWTH_OWNERS); do \
+	  mkdir -p docs/growth/$${n}x10; \
+	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -rollout-shapes "" \
+	    -rss -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
+	done
+
 .PHONY: bench-smoke
 bench-smoke: cluster-tools build ## Run small benchmark shapes once, with the request table; fails on overshoot or a wrong pod count (about 2 min).
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench

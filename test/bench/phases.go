@@ -281,22 +281,25 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 	defer op.stop()
 	sampler := sampleRSS(op.pid(), 100*time.Millisecond)
 	err = func() error {
-		logf("memory: creating %d foreign pods", o.rssForeign)
-		if err := createNamespace(ctx, b.cs, "rss-foreign"); err != nil {
-			return err
-		}
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		fw, err := watchPods(wctx, b.cs, "rss-foreign")
-		if err != nil {
-			return err
-		}
-		fw.expectScaleUp(time.Now(), o.rssForeign)
-		if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
-			return err
-		}
-		if err := waitUntil(ctx, b.opts.phaseTimeout, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {
-			return err
+		// The growth runs (-rss-foreign 0) have no foreign pods.
+		if o.rssForeign > 0 {
+			logf("memory: creating %d foreign pods", o.rssForeign)
+			if err := createNamespace(ctx, b.cs, "rss-foreign"); err != nil {
+				return err
+			}
+			fw, err := watchPods(wctx, b.cs, "rss-foreign")
+			if err != nil {
+				return err
+			}
+			fw.expectScaleUp(time.Now(), o.rssForeign)
+			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
+				return err
+			}
+			if err := waitUntil(ctx, b.opts.phaseTimeout, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {
+				return err
+			}
 		}
 		logf("memory: creating PodSets %s", o.rssShape)
 		if err := createNamespace(ctx, b.cs, "rss-owned"); err != nil {
