@@ -288,6 +288,9 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes bump the generation. Status changes wake the PodSet
 		// too: a reconcile that read a stale cached PodSet may have judged

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,7 +58,8 @@ func TestStatusChangedPredicate(t *testing.T) {
 func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, objs ...client.Object) (*PodSetReconciler, client.Client) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
-		WithStatusSubresource(&appv1alpha1.PodSet{}).Build()
+		WithStatusSubresource(&appv1alpha1.PodSet{}).
+		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).Build()
 	if apiReader == nil {
 		apiReader = c
 	}
