@@ -239,7 +239,13 @@ func (o *operatorProcess) printLogTail(n int) {
 // printLogLinesMentioning prints the last n lines of the log that contain
 // what (every line when empty).
 func (o *operatorProcess) printLogLinesMentioning(what string, n int) {
-	f, err := os.Open(o.logPath)
+	printFileLinesMentioning(o.logPath, what, n)
+}
+
+// printFileLinesMentioning prints the last n lines of the file at path that
+// contain what (every line when empty).
+func printFileLinesMentioning(path, what string, n int) {
+	f, err := os.Open(path)
 	if err != nil {
 		return
 	}
@@ -256,7 +262,7 @@ func (o *operatorProcess) printLogLinesMentioning(what string, n int) {
 			lines = lines[1:]
 		}
 	}
-	fmt.Printf("----- last %d lines of %s mentioning %q -----\n%s\n", n, o.logPath, what, strings.Join(lines, "\n"))
+	fmt.Printf("----- last %d lines of %s mentioning %q -----\n%s\n", n, path, what, strings.Join(lines, "\n"))
 }
 
 // setQuota creates or changes ResourceQuota ns/name to allow this many pods.
