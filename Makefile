@@ -367,7 +367,7 @@ bench: cluster-tools build ## Run the full benchmark (about 15 min on 2 cores); 
 GROWTH_OWNERS ?= 1000 2000 4000
 
 .PHONY: bench-growth
-bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods in PodSets of 10; about 15 min); writes docs/growth/<N>x10/benchmarks.json.
+bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods in PodSets of 10; about 10 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	set -e; for n in $(GROWTH_OWNERS); do \
 	  mkdir -p docs/growth/$${n}x10; \
