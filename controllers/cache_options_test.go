@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -99,10 +100,25 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "PodSet", Name: "web", UID: "ps-uid"}}
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	pod.Spec.NodeName = "node-1"
+	readySince := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	started := metav1.NewTime(readySince.Add(-time.Second))
 	pod.Status = corev1.PodStatus{
-		Phase:             corev1.PodRunning,
-		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-		ContainerStatuses: []corev1.ContainerStatus{{Name: "podset", RestartCount: 2}},
+		Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: started},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince, Reason: "r", Message: "m"},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince},
+		},
+		HostIP:    "10.0.0.1",
+		PodIP:     "10.64.0.7",
+		PodIPs:    []corev1.PodIP{{IP: "10.64.0.7"}},
+		StartTime: &started,
+		QOSClass:  corev1.PodQOSBestEffort,
+		ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "podset", RestartCount: 2, Image: "busybox", ImageID: "sha256:abc", ContainerID: "containerd://1",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}},
+			{Name: "sidecar", RestartCount: 1},
+		},
 	}
 	want := pod.DeepCopy()
 
@@ -112,12 +128,39 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	slim := out.(*corev1.Pod)
 	g.Expect(slim.ManagedFields).To(BeEmpty())
 	g.Expect(slim.Spec).To(Equal(corev1.PodSpec{NodeName: "node-1"}))
-	g.Expect(slim.Status).To(Equal(want.Status))
+	g.Expect(slim.Status).To(Equal(corev1.PodStatus{
+		Phase:             corev1.PodRunning,
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "podset", RestartCount: 2}, {Name: "sidecar", RestartCount: 1}},
+	}))
 	want.ManagedFields = nil
 	g.Expect(slim.ObjectMeta).To(Equal(want.ObjectMeta))
+	// What the reconciler reads answers the same on the slim pod.
+	now := time.Now()
+	for _, minReady := range []time.Duration{0, 30 * time.Second, 2 * time.Minute} {
+		g.Expect(isPodAvailable(slim, minReady, now)).To(Equal(isPodAvailable(want, minReady, now)), "minReady %v", minReady)
+	}
 	g.Expect(isPodLive(slim)).To(BeTrue())
 	g.Expect(isPodReady(slim)).To(BeTrue())
-	g.Expect(restartCount(slim)).To(Equal(int32(2)))
+	g.Expect(restartCount(slim)).To(Equal(restartCount(want)))
+	g.Expect(restartCount(slim)).To(Equal(int32(3)))
+}
+
+func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
+	g := NewWithT(t)
+	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
+	pod.Status = corev1.PodStatus{
+		Phase:      corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}},
+	}
+
+	out, err := slimPod(pod)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	slim := out.(*corev1.Pod)
+	g.Expect(slim.Status).To(Equal(corev1.PodStatus{Phase: corev1.PodPending}))
+	g.Expect(isPodReady(slim)).To(BeFalse())
+	g.Expect(isPodLive(slim)).To(BeTrue())
 }
 
 func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
