@@ -16,6 +16,7 @@ RUN go mod download
 COPY main.go main.go
 COPY api/ api/
 COPY controllers/ controllers/
+COPY internal/ internal/
 
 # CGO_ENABLED=0: a static binary, since the distroless base has no libc.
 # GOARCH defaults to the builder's platform unless buildx passes TARGETARCH.

@@ -131,7 +131,7 @@ test-alerts: $(PROMTOOL) ## Check the alerting rules (config/prometheus/promethe
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./cmd/... ./test/bundle/... ./test/bench/... . -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... . -coverprofile cover.out
 
 # The race detector compiles every dependency a second time, instrumented:
 # about 6 minutes on a cold 2-core machine, which CI's time budget does not
@@ -241,7 +241,7 @@ test-bundle-image: ## Build the bundle image with bundle-build and buildah (inst
 # The two images above as archives for the real node's registry: the real-node
 # targets have the tests above make them again only when their sources are
 # newer (after changing IMG or BUNDLE_IMG, run the tests above).
-MANAGER_SOURCES := Dockerfile go.mod go.sum main.go $(shell find api controllers -name '*.go' -not -name '*_test.go')
+MANAGER_SOURCES := Dockerfile .dockerignore go.mod go.sum main.go $(shell find api controllers internal -name '*.go' -not -name '*_test.go')
 $(NODE_IMAGES)/manager.tar: $(MANAGER_SOURCES)
 	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 $(NODE_IMAGES)/bundle.tar: bundle.Dockerfile bundle.Dockerfile.dockerignore $(shell find bundle -type f)

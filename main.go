@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers"
+	"github.com/example/podset-operator/internal/metricsauth"
 )
 
 // Environment variables the manager reads.
@@ -93,7 +93,9 @@ func main() {
 	}
 	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
 	if secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// A TokenReview and a SubjectAccessReview per caller, cached (see
+		// package metricsauth for why not controller-runtime's filter).
+		metricsOpts.FilterProvider = metricsauth.FilterProvider
 	}
 
 	namespaces := watchNamespaces(os.Getenv(envWatchNamespace))

@@ -9,7 +9,9 @@
 # build-file changes, both fixes made since that release:
 #   - its Dockerfile ran `go build -a`, which ignores the build cache that
 #     the test mounts into the builder (a full compile on every run); today's
-#     Dockerfile is the same but for that flag;
+#     Dockerfile is the same but for that flag, and copies internal/ too,
+#     which that release did not have (an empty one is made, and today's
+#     .dockerignore, which lets it into the context, is used);
 #   - its .dockerignore kept bundle/ out of every build context, so its
 #     `make bundle-build` failed; today's per-Dockerfile ignore file for
 #     bundle.Dockerfile is added.
@@ -32,7 +34,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"; buildah rmi "$img" "$bundle_img" >/dev/null 2>&1 || true' EXIT
 mkdir "$work/src"
 git archive "$rev" | tar -x -C "$work/src"
-cp Dockerfile bundle.Dockerfile.dockerignore "$work/src/"
+cp Dockerfile .dockerignore bundle.Dockerfile.dockerignore "$work/src/"
+mkdir -p "$work/src/internal"
 
 (cd "$work/src" && buildah bud --quiet -f Dockerfile -t "$img" \
   --build-arg TARGETOS=linux --build-arg TARGETARCH="$(go env GOARCH)" \
