@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -207,14 +210,24 @@ func TestAPIServerReviewerSendsWhatTheAuthorizerNeeds(t *testing.T) {
 	g := NewWithT(t)
 	// A stand-in API server for the two review resources, answering as
 	// the real one does: a rejected token with an error, a denial with an
-	// evaluation error from elsewhere in RBAC.
+	// evaluation error from elsewhere in RBAC. It decodes what client-go
+	// sends (protobuf by default, JSON when asked) and answers in JSON,
+	// which the clients accept as well.
+	decode := func(req *http.Request, into runtime.Object) error {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return err
+		}
+		_, _, err = scheme.Codecs.UniversalDeserializer().Decode(body, nil, into)
+		return err
+	}
 	var sar authorizationv1.SubjectAccessReview
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var out any
 		switch req.URL.Path {
 		case "/apis/authentication.k8s.io/v1/tokenreviews":
 			var tr authenticationv1.TokenReview
-			g.Expect(json.NewDecoder(req.Body).Decode(&tr)).To(Succeed())
+			g.Expect(decode(req, &tr)).To(Succeed())
 			if tr.Spec.Token == "good" {
 				tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
 					Username: "bob", UID: "u-1", Groups: []string{"g"}, Extra: map[string]authenticationv1.ExtraValue{"scopes": {"a"}},
@@ -224,7 +237,7 @@ func TestAPIServerReviewerSendsWhatTheAuthorizerNeeds(t *testing.T) {
 			}
 			out = &tr
 		case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
-			g.Expect(json.NewDecoder(req.Body).Decode(&sar)).To(Succeed())
+			g.Expect(decode(req, &sar)).To(Succeed())
 			answer := sar.DeepCopy()
 			answer.Status = authorizationv1.SubjectAccessReviewStatus{Reason: "no rule", EvaluationError: `role "gone" not found`}
 			out = answer
