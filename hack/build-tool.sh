@@ -21,6 +21,19 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 : "${OLM_VERSION:=v0.28.0}"
 : "${OPERATOR_SDK_VERSION:=v1.34.1}"
 
+# One build per tool at a time: CI builds the tools in the background
+# (make prebuild-tools) while its steps run, and a step that needs a tool
+# being built waits for it here, then finds it built. The binary is written
+# under a temporary name and renamed last, after its companion files, so its
+# presence means the build is complete.
+exec 9>"$out/.$tool.lock"
+flock 9
+if [[ -x "$out/$tool" ]]; then
+  echo "$out/$tool: built meanwhile"
+  exit 0
+fi
+bin="$out/.$tool.partial"
+
 export GOFLAGS=-mod=mod
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/operator-framework"
 export CGO_ENABLED=${CGO_ENABLED:-0}
@@ -61,15 +74,15 @@ case "$tool" in
       go mod edit -replace="$m=$m@$K8S_STAGING_VERSION"
     done
     go mod tidy >/dev/null
-    go build -trimpath -ldflags "$(k8s_ldflags)" -o "$out/$tool" "k8s.io/kubernetes/cmd/$tool" ;;
+    go build -trimpath -ldflags "$(k8s_ldflags)" -o "$bin" "k8s.io/kubernetes/cmd/$tool" ;;
   etcd)
     wrapper go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
     go mod tidy >/dev/null
-    go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3 ;;
+    go build -trimpath -ldflags "-s -w" -o "$bin" go.etcd.io/etcd/server/v3 ;;
   kwok)
     wrapper sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
     go mod tidy >/dev/null
-    go build -trimpath -ldflags "-s -w" -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok
+    go build -trimpath -ldflags "-s -w" -o "$bin" sigs.k8s.io/kwok/cmd/kwok
     # kwok does nothing without Stage objects; keep the ones its module ships.
     src=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
     # Only the Stage documents: the kustomization.yaml next to them is not a
@@ -85,13 +98,13 @@ case "$tool" in
   opm)
     wrapper github.com/operator-framework/operator-registry "$OPM_VERSION" github.com/operator-framework/operator-registry/cmd/opm
     go mod tidy >/dev/null
-    go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$out/opm" github.com/operator-framework/operator-registry/cmd/opm ;;
+    go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$bin" github.com/operator-framework/operator-registry/cmd/opm ;;
   olm|catalog|cpb)
     module_src github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION"
     cd src && rm -rf vendor
     # cpb copies a bundle image's manifests in OLM's unpack Job.
     pkg=./cmd/$tool; [ "$tool" = cpb ] && pkg=./util/cpb
-    go build -mod=mod -trimpath -ldflags "-s -w" -o "$out/$tool" "$pkg"
+    go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin" "$pkg"
     mkdir -p "$out/olm-crds" && cp deploy/chart/crds/*.yaml "$out/olm-crds/" ;;
   operator-sdk|scorecard-test)
     module_src github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION"
@@ -103,8 +116,9 @@ case "$tool" in
     # metrics.builder labels, ImageVersion is the scorecard-test image tag the
     # CLI defaults to, KubernetesVersion is the one v1.34 was released with.
     v=github.com/operator-framework/operator-sdk/internal/version
-    go build -mod=mod -trimpath -o "$out/$tool" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
+    go build -mod=mod -trimpath -o "$bin" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
       -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" "$pkg" ;;
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
+mv "$bin" "$out/$tool"
 echo "built $out/$tool"

@@ -5,6 +5,7 @@
 #   hack/install-prometheus.sh DEB_VERSION DEST_DIR
 set -euo pipefail
 version=$1 dest=$2
+source "$(dirname "$0")/lib/debian.sh"
 
 # The version of the installed package; empty when it is not installed (a
 # removed package keeps its version in dpkg's records until purged).
@@ -13,7 +14,8 @@ installed() {
     dpkg-query -W -f='${Version}' prometheus
   fi
 }
-if [[ "$(installed)" != "$version" ]]; then
+install_prometheus() {
+  [[ "$(installed)" != "$version" ]] || return 0
   echo "installing Debian's prometheus $version (apt-get; needs root)" >&2
   export DEBIAN_FRONTEND=noninteractive
   if ! apt-get install -y --no-install-recommends "prometheus=$version" >/dev/null; then
@@ -25,7 +27,8 @@ if [[ "$(installed)" != "$version" ]]; then
   if command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
-fi
+}
+apt_locked install_prometheus
 [[ "$(installed)" == "$version" ]] || { echo "prometheus $version is not installed" >&2; exit 1; }
 mkdir -p "$dest"
 ln -sf /usr/bin/prometheus "$dest/prometheus"

@@ -1,11 +1,26 @@
 # Sourced by the hack/ scripts that need Debian packages (they run as root,
 # as CI does).
 
+# apt_locked CMD...: CMD holding this project's apt lock. CI installs the
+# packages in the background (make prebuild-tools) while its steps run; a
+# step that installs at the same time waits here instead of failing on
+# dpkg's own lock.
+apt_locked() {
+  (
+    flock 8
+    "$@"
+  ) 8>/var/lock/podset-operator-apt.lock
+}
+
 # apt_install PKG...: installs the packages that are not installed yet
 # (a removed package keeps a version in dpkg's records until purged: the
 # status is what counts), refreshing the package lists if the first try
 # fails.
 apt_install() {
+  apt_locked apt_install_unlocked "$@"
+}
+
+apt_install_unlocked() {
   local missing=() p
   for p in "$@"; do
     [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
