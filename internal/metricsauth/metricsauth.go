@@ -21,6 +21,7 @@ package metricsauth
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -177,9 +178,9 @@ func (g *guard) authenticate(ctx context.Context, token string) (authenticationv
 
 func (g *guard) authorize(ctx context.Context, user authenticationv1.UserInfo, verb, path string) (bool, string, error) {
 	// The username alone is not the key: the same name may come with other
-	// groups (a ServiceAccount's token and a user's certificate), and the
-	// groups decide as much as the name.
-	key := accessKey{user: user.Username + "\x00" + user.UID + "\x00" + strings.Join(user.Groups, "\x00"), verb: verb, path: path}
+	// groups or extra attributes (a ServiceAccount's token and a user's
+	// certificate, a token with scopes), and the authorizer sees them all.
+	key := accessKey{user: userKey(user), verb: verb, path: path}
 	g.mu.Lock()
 	a, cached := g.access[key]
 	g.mu.Unlock()
@@ -202,6 +203,16 @@ func (g *guard) authorize(ctx context.Context, user authenticationv1.UserInfo, v
 	prune(g.access, now, func(a accessAnswer) time.Time { return a.expires })
 	g.access[key] = accessAnswer{allowed: allowed, reason: reason, expires: now.Add(ttl)}
 	return allowed, reason, nil
+}
+
+// userKey is everything of user that an authorizer may decide on, in one
+// string (JSON sorts the extra attributes' keys).
+func userKey(user authenticationv1.UserInfo) string {
+	b, err := json.Marshal(user)
+	if err != nil { // a struct of strings always marshals
+		panic(err)
+	}
+	return string(b)
 }
 
 // prune makes room in a full cache: it drops the expired entries, and

@@ -177,29 +177,50 @@ func TestFilterCachesStayBounded(t *testing.T) {
 	g.Expect(len(gd.tokens)).To(BeNumerically("<=", maxCached))
 }
 
-func TestFilterDoesNotShareAnswersBetweenGroups(t *testing.T) {
-	g := NewWithT(t)
-	r := reviewer()
-	// The same name twice: once in a group the role is bound to.
-	r.users["admin-token"] = authenticationv1.UserInfo{Username: "alice", Groups: []string{"metrics-readers"}}
-	r.users["plain-token"] = authenticationv1.UserInfo{Username: "alice"}
-	r.allowed = map[string]bool{}
-	allowGroup := &groupReviewer{fakeReviewer: r, group: "metrics-readers"}
-	h := newGuarded(g, allowGroup, &clock{t: time.Unix(1e9, 0)})
+func TestFilterDoesNotShareAnswersBetweenUsersOfOneName(t *testing.T) {
+	// The same name twice, the first time with what the authorizer allows
+	// (a group the role is bound to, a scope): the second must be
+	// reviewed, not served the first one's cached answer.
+	for _, tc := range []struct {
+		name            string
+		allowed, denied authenticationv1.UserInfo
+	}{
+		{"other groups",
+			authenticationv1.UserInfo{Username: "alice", Groups: []string{"metrics-readers"}},
+			authenticationv1.UserInfo{Username: "alice"}},
+		{"other extra attributes",
+			authenticationv1.UserInfo{Username: "alice", Groups: []string{"g"}, Extra: map[string]authenticationv1.ExtraValue{"scopes": {"metrics"}}},
+			authenticationv1.UserInfo{Username: "alice", Groups: []string{"g"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := reviewer()
+			r.users["allowed-token"] = tc.allowed
+			r.users["denied-token"] = tc.denied
+			r.allowed = map[string]bool{}
+			h := newGuarded(g, &groupReviewer{fakeReviewer: r, group: "metrics-readers", scope: "metrics"}, &clock{t: time.Unix(1e9, 0)})
 
-	g.Expect(get(h, http.MethodGet, "/metrics", "Bearer admin-token")).To(Equal(http.StatusOK))
-	g.Expect(get(h, http.MethodGet, "/metrics", "Bearer plain-token")).To(Equal(http.StatusForbidden))
+			g.Expect(get(h, http.MethodGet, "/metrics", "Bearer allowed-token")).To(Equal(http.StatusOK))
+			g.Expect(get(h, http.MethodGet, "/metrics", "Bearer denied-token")).To(Equal(http.StatusForbidden))
+		})
+	}
 }
 
-// groupReviewer allows the members of one group.
+// groupReviewer allows the members of one group, and the holders of one
+// scope.
 type groupReviewer struct {
 	*fakeReviewer
-	group string
+	group, scope string
 }
 
 func (g *groupReviewer) ReviewAccess(_ context.Context, user authenticationv1.UserInfo, _, _ string) (bool, string, error) {
 	for _, grp := range user.Groups {
 		if grp == g.group {
+			return true, "", nil
+		}
+	}
+	for _, sc := range user.Extra["scopes"] {
+		if sc == g.scope {
 			return true, "", nil
 		}
 	}
