@@ -402,18 +402,18 @@ $(K8S_BIN)/%:
 .PHONY: prebuild-tools
 prebuild-tools: ## Install the Debian packages and build the Go-built tools that the test targets need, in the order .ci/run's steps need them.
 	-hack/install-real-node.sh
-	-bash -c 'source hack/lib/debian.sh && apt_install buildah'
+	-bash -c 'source hack/lib/debian.sh && use_buildah'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb
 
 .PHONY: real-node-tools
 real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.
-	-hack/install-real-node.sh
+	hack/install-real-node.sh
 
 # The images the real node runs (pause, busybox), built from test/images/.
 $(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
-	-hack/install-real-node.sh
+	hack/install-real-node.sh
 	hack/build-node-images.sh $(NODE_IMAGES) pause busybox
 
 # The previous release's manager and bundle images, built from git history.
