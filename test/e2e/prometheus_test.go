@@ -112,6 +112,9 @@ func TestMetricsWithPrometheus(t *testing.T) {
 
 	Eventually(func() (float64, error) { return prom.value(t, fmt.Sprintf(`up{job=%q}`, metricsJob)) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0), "Prometheus scrapes the operator")
+	// The manager's own garbage collector target when GOGC is not set
+	// (main.go, defaultGCPercent), as Go's runtime reports it.
+	Expect(prom.value(t, fmt.Sprintf(`go_gc_gogc_percent{job=%q}`, metricsJob))).To(Equal(50.0), "GOGC unset: the manager's default of 50")
 	Eventually(func() (float64, error) { return prom.value(t, `podset_spec_replicas{`+sel+`}`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
 	Eventually(func() (float64, error) {
