@@ -27,12 +27,16 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 # under a temporary name and renamed last, after its companion files, so its
 # presence means the build is complete.
 exec 9>"$out/.$tool.lock"
+waited=$(date +%s)
 flock 9
 if [[ -x "$out/$tool" ]]; then
-  echo "$out/$tool: built meanwhile"
+  echo "$out/$tool: built meanwhile (waited $(($(date +%s) - waited))s for it)"
   exit 0
 fi
 bin="$out/.$tool.partial"
+# Start and duration in the log, to tell where a cold run's minutes go.
+started=$(date +%s)
+echo "building $tool ($(date -u +%H:%M:%S))"
 
 export GOFLAGS=-mod=mod
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/operator-framework"
@@ -121,4 +125,4 @@ case "$tool" in
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
 mv "$bin" "$out/$tool"
-echo "built $out/$tool"
+echo "built $out/$tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"
