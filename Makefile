@@ -22,6 +22,15 @@ TEST_FLAGS ?=
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 GO ?= go
+# One set of build flags for every compile, the project's and the tools':
+# static and -trimpath, as the Dockerfile builds the manager. The Go build
+# cache keys each compiled package on them, so with one set the project's
+# tests, its binaries, the manager image and the Kubernetes commands (built
+# against the same library versions, hack/build-tool.sh) compile the
+# Kubernetes libraries once; with two sets a cold machine compiles them twice.
+# make test-race turns cgo back on (the race detector needs it).
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 # Tool versions. Every tool is built from the Go module proxy into bin/ (git-
 # ignored) the first time it is needed and reused afterwards; bump a version
@@ -41,7 +50,9 @@ OLM_VERSION ?= v0.28.0
 GRPC_HEALTH_PROBE_VERSION ?= v0.4.61
 # Prometheus and promtool: Debian's package, at this version.
 PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
-export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION
+# kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
+CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
+export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION
 
 LOCALBIN ?= $(CURDIR)/bin
 # kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, kwok:
@@ -138,7 +149,7 @@ test: manifests generate fmt vet envtest-assets ## Run the unit tests and the en
 # have room for. Run it before merging concurrency changes.
 .PHONY: test-race
 test-race: ## The same tests as make test, with the race detector.
-	$(MAKE) test TEST_FLAGS=-race
+	$(MAKE) test TEST_FLAGS=-race CGO_ENABLED=1
 
 ##@ Build
 

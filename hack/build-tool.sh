@@ -20,6 +20,7 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 : "${OPM_VERSION:=v1.60.0}"
 : "${OLM_VERSION:=v0.28.0}"
 : "${OPERATOR_SDK_VERSION:=v1.34.1}"
+: "${CONTROLLER_RUNTIME_VERSION:=v0.25.2}" # the project's (go.mod)
 
 # One build per tool at a time: CI builds the tools in the background
 # (make prebuild-tools) while its steps run, and a step that needs a tool
@@ -68,24 +69,48 @@ k8s_ldflags() {
   echo "-s -w -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 }
 
-case "$tool" in
-  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
-    wrapper k8s.io/kubernetes "$K8S_VERSION" "k8s.io/kubernetes/cmd/$tool"
-    # k8s.io/kubernetes points its staging modules at ./staging; point them at
-    # the published modules of the same release instead.
+# The Kubernetes commands, kwok and opm come from one wrapper module: one
+# dependency graph, whose Kubernetes libraries are the release's staging
+# modules (K8S_STAGING_VERSION) and whose controller-runtime is the
+# project's. kwok v0.8.0 pins the v0.36 libraries and opm v1.60.0 the v0.34
+# ones; built against v0.37 they pass the same tests (e2e, OLM), and the Go
+# build cache compiles the libraries once for all of them and for the
+# project, instead of three times. The wrapper (go.mod and go.sum) is made
+# once and kept beside the tool directories.
+k8s_wrapper() {
+  local keep
+  keep="$(dirname "$out")/.wrapper-k8s-$K8S_VERSION-kwok-$KWOK_VERSION-opm-$OPM_VERSION-cr-$CONTROLLER_RUNTIME_VERSION"
+  mkdir -p "$keep"
+  (
+    flock 8
+    [[ -s "$keep/go.sum" ]] && exit 0
+    wrapper k8s.io/kubernetes "$K8S_VERSION" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kube-proxy} \
+      sigs.k8s.io/kwok/cmd/kwok github.com/operator-framework/operator-registry/cmd/opm
+    go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -require="github.com/operator-framework/operator-registry@$OPM_VERSION" \
+      -require="sigs.k8s.io/controller-runtime@$CONTROLLER_RUNTIME_VERSION"
+    # k8s.io/kubernetes points its staging modules at ./staging; point them
+    # at the published modules of the same release instead.
     gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
     for m in $(sed -n 's#^\s*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod"); do
       go mod edit -replace="$m=$m@$K8S_STAGING_VERSION"
     done
     go mod tidy >/dev/null
+    # go.sum last: its presence means the wrapper is complete.
+    cp go.mod tools.go "$keep/" && cp go.sum "$keep/.go.sum" && mv "$keep/.go.sum" "$keep/go.sum"
+  ) 8>"$keep.lock"
+  cp "$keep/go.mod" "$keep/go.sum" "$keep/tools.go" .
+}
+
+case "$tool" in
+  kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
+    k8s_wrapper
     go build -trimpath -ldflags "$(k8s_ldflags)" -o "$bin" "k8s.io/kubernetes/cmd/$tool" ;;
   etcd)
     wrapper go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
     go mod tidy >/dev/null
     go build -trimpath -ldflags "-s -w" -o "$bin" go.etcd.io/etcd/server/v3 ;;
   kwok)
-    wrapper sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
-    go mod tidy >/dev/null
+    k8s_wrapper
     go build -trimpath -ldflags "-s -w" -o "$bin" sigs.k8s.io/kwok/cmd/kwok
     # kwok does nothing without Stage objects; keep the ones its module ships.
     src=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
@@ -100,8 +125,7 @@ case "$tool" in
     done
     chmod -R u+w "$out/kwok-stages" ;;
   opm)
-    wrapper github.com/operator-framework/operator-registry "$OPM_VERSION" github.com/operator-framework/operator-registry/cmd/opm
-    go mod tidy >/dev/null
+    k8s_wrapper
     go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$bin" github.com/operator-framework/operator-registry/cmd/opm ;;
   olm|catalog|cpb)
     module_src github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION"
