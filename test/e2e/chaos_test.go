@@ -174,9 +174,9 @@ type fault struct {
 }
 
 // The fault "pod watch broken (410 Gone, relist) with pods deleted
-// meanwhile" is not in the matrix: it overshot (62 and 63 live pods for 50)
-// in two of its last three runs, and that is not understood yet; see
-// docs/reliability.md, "Open".
+// meanwhile" was out of the matrix for a while: it overshot (62 and 63 live
+// pods for 50), which was traced to creates counted as failed when their
+// connection closed, and fixed (docs/reliability.md).
 var faults = []fault{
 	{"leader SIGKILLed", func(t *testing.T, _, _ string) {
 		leader := currentLeader(t)
