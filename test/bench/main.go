@@ -193,8 +193,8 @@ func violations(r report) []string {
 	return append(out, rolloutViolations(r.Rollouts)...)
 }
 
-func benchmark(ctx context.Context, o options) (report, error) {
-	rep := report{Config: benchSettings{
+func benchmark(ctx context.Context, o options) (rep report, err error) {
+	rep = report{Config: benchSettings{
 		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst,
 		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism,
 	}}
@@ -215,6 +215,16 @@ func benchmark(ctx context.Context, o options) (report, error) {
 		return rep, err
 	}
 	defer func() {
+		// A failed run set is only worth something if it can be traced:
+		// keep the cluster's logs (the operator's, the API server's, the
+		// audit log with -requests) before the cluster takes them away.
+		if err != nil || len(violations(rep)) > 0 {
+			if dir, keepErr := keepLogs(c.LogDir(), o.out); keepErr != nil {
+				fmt.Fprintln(os.Stderr, "bench: keeping the cluster's logs:", keepErr)
+			} else {
+				fmt.Fprintln(os.Stderr, "bench: the cluster's logs of this failed run set are in", dir)
+			}
+		}
 		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: stopping the cluster:", err)
 		}
@@ -345,4 +355,14 @@ func describeMachine() machine {
 		}
 	}
 	return m
+}
+
+// keepLogs copies the cluster's log directory into out/failed-run-logs,
+// replacing what an earlier failed run left there, and returns that path.
+func keepLogs(logDir, out string) (string, error) {
+	dst := filepath.Join(out, "failed-run-logs")
+	if err := os.RemoveAll(dst); err != nil {
+		return "", err
+	}
+	return dst, os.CopyFS(dst, os.DirFS(logDir))
 }
