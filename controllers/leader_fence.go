@@ -46,6 +46,16 @@ type LeaderFence struct {
 	lastRenew time.Time
 	// trips counts the pauses noticed.
 	trips uint64
+	// onRenewal is called after each successful lease write.
+	onRenewal func()
+}
+
+// OnRenewal sets a function called (outside the fence's lock) after each
+// successful lease write: what the fence refused may go on from then.
+func (f *LeaderFence) OnRenewal(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onRenewal = fn
 }
 
 // NewLeaderFence returns a fence that takes a gap longer than threshold for
@@ -120,8 +130,12 @@ func (f *LeaderFence) Trips() uint64 {
 
 func (f *LeaderFence) renewed() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.lastRenew = f.now()
+	notify := f.onRenewal
+	f.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 }
 
 // sawOtherHolder records that the lease was read held by another replica.

@@ -7,11 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
@@ -40,9 +43,14 @@ const (
 //     pods created by the replica that led meanwhile.
 //
 // In both, before the PodSet acts, its cached pods are compared with the
-// API server's (one uncached list of its pods). If they differ, the cache is
-// behind: the PodSet waits for it and looks again in a second. Once they
-// match, nothing it waits for is still to come.
+// API server's (one uncached list of its pods). Once they match, nothing it
+// waits for is still to come. If they differ, the cache is behind, and the
+// list just read is the truth: this reconcile acts on it instead (see
+// useLivePods), and the PodSet looks again in a second, until the cache has
+// caught up. Waiting for the cache instead cost the relist's whole delay,
+// client-go's reflector backoff of seconds to a minute, during which the
+// PodSet knew exactly what to do: the fault matrix's broken watch converged
+// 5-13 times slower than undisturbed that way.
 
 // podCacheChecks remembers, per PodSet, the number of fence trips its cache
 // was last checked after, and how many checks in a row found it behind.
@@ -64,6 +72,13 @@ func (c *podCacheChecks) foundBehind(key string) time.Duration {
 	n := c.behind[key]
 	c.behind[key] = n + 1
 	return min(PodCacheRecheckInterval<<min(n, 8), MaxPodCacheRecheckInterval)
+}
+
+// isBehind reports whether key's last check found its cache behind.
+func (c *podCacheChecks) isBehind(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.behind[key] > 0
 }
 
 func (c *podCacheChecks) upToDate(key string, trips uint64) bool {
@@ -108,7 +123,10 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// what they wait for may have come and gone while the replica was
 	// stopped (a pod it created, deleted by someone else before its
 	// relist), and then only their 5-minute timeout would end the wait.
-	if !paused && (s.expectationsWait > 0 || !doubtful) {
+	// Nor while the cache is known to be behind: the writes a reconcile
+	// made from the API server's pods are seen only once it catches up,
+	// and a reconcile acting (or reporting) on it meanwhile would be wrong.
+	if !paused && !r.cacheChecks.isBehind(s.key) && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
 	live := &corev1.PodList{}
@@ -118,9 +136,11 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, live.Items); missing > 0 || extra > 0 {
 		podCacheBehind.Inc()
 		s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
-		logf.FromContext(ctx).Info("the pod cache is behind the API server; waiting for it",
-			"missingFromCache", missing, "goneFromServer", extra, "nextCheck", s.cacheRecheck)
-		return nil
+		acting, err := r.useLivePods(ctx, s, live.Items)
+		s.waitForPodCache = !acting
+		logf.FromContext(ctx).Info("the pod cache is behind the API server",
+			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
+		return err
 	}
 	if doubtful || s.expectationsWait > 0 {
 		// The cache holds exactly what the API server has: nothing
@@ -130,6 +150,51 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	}
 	r.cacheChecks.done(s.key, trips)
 	return nil
+}
+
+// useLivePods makes this reconcile act on the pods just listed from the API
+// server rather than on the cache, which is behind. They are only half of
+// what it acts on: the PodSet's spec comes from the cache too, and its cache
+// may be as far behind as the pods'. So the PodSet is read from the API
+// server as well, and the reconcile goes on only when its spec is the one
+// cached (same UID, same generation, not being deleted); its fresh status
+// replaces the cached one, so that the status patch is computed against
+// what the API server holds. When the spec changed, the revisions computed
+// from the cached one would be wrong: the PodSet waits for its cache, as
+// it did before. It reports whether the reconcile acts on the live pods.
+//
+// What the PodSet expected is dropped: the live list shows the outcome of
+// every write it waited for. The writes this reconcile makes are expected
+// as usual; their events come with the relist, and until the cache has
+// caught up each reconcile lists again.
+func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live []corev1.Pod) (bool, error) {
+	fresh := &appv1alpha1.PodSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.podSet), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.podSetGone = true
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the PodSet from the API server: %w", err)
+	}
+	switch {
+	case fresh.UID != s.podSet.UID || fresh.DeletionTimestamp != nil:
+		s.podSetGone = true
+		return false, nil
+	case fresh.Generation != s.podSet.Generation:
+		return false, nil
+	}
+	s.podSet = fresh
+	s.pods = s.pods[:0:0]
+	for i := range live {
+		// The list selected the PodSet's labels; of those pods, the
+		// PodSet's are the ones it controls.
+		if isControlledBy(&live[i], fresh.UID) {
+			s.pods = append(s.pods, &live[i])
+		}
+	}
+	r.Expectations.Resolve(s.key)
+	s.expectationsWait = 0
+	return true, nil
 }
 
 // podCacheDiff compares the live pods the PodSet controls in its cache with

@@ -1,13 +1,16 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -28,18 +31,30 @@ func ownedPods(ps *appv1alpha1.PodSet, n int) []*corev1.Pod {
 }
 
 func asObjects(ps *appv1alpha1.PodSet, pods []*corev1.Pod) []client.Object {
-	objs := []client.Object{ps}
+	return append([]client.Object{ps}, podObjects(pods)...)
+}
+
+func podObjects(pods []*corev1.Pod) []client.Object {
+	var objs []client.Object
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
 	return objs
 }
 
+// statusOf is the status the API server holds for ps.
+func statusOf(g Gomega, c client.Client, ps *appv1alpha1.PodSet) appv1alpha1.PodSetStatus {
+	got := &appv1alpha1.PodSet{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(ps), got)).To(Succeed())
+	return got.Status
+}
+
 // Creations whose connection broke are waited for only
 // UncertainCreationTimeout. If the cache is still behind when that wait ends
 // (its relist waits out client-go's backoff), the PodSet must not act on it:
-// the fault matrix saw 62 pods for 50 that way.
-func TestReconcileWaitsForACacheBehindUncertainCreations(t *testing.T) {
+// the fault matrix saw 62 pods for 50 that way. It acts on the API server's
+// pods instead, which hold the uncertain creations' outcome.
+func TestReconcileActsOnTheAPIServerWhenTheCacheIsBehindUncertainCreations(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(3)
 	pods := ownedPods(ps, 3)
@@ -59,15 +74,27 @@ func TestReconcileWaitsForACacheBehindUncertainCreations(t *testing.T) {
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "pods were created from a cache that lacks two the API server has")
 	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
-	g.Expect(r.Expectations.Doubtful(key)).To(BeTrue(), "still in doubt")
+	g.Expect(r.Expectations.Doubtful(key)).To(BeFalse(), "the API server's pods answered the doubt")
+	g.Expect(statusOf(g, c, ps).Replicas).To(Equal(int32(3)), "the status counts the API server's pods, not the cache's")
 
-	// The cache catches up: the doubt is resolved, nothing is created.
+	// Still behind at the next look, expectations or not: the PodSet
+	// lists again rather than acting, or reporting, on the cache.
+	r.Expectations.ExpectCreations(key, 1)
+	_, err = reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3))
+	g.Expect(statusOf(g, c, ps).Replicas).To(Equal(int32(3)))
+
+	// The cache catches up: nothing is created, and nothing is listed
+	// from the API server any more.
 	r.Pods = podIndexWith(t, pods)
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
-	g.Expect(r.Expectations.Doubtful(key)).To(BeFalse())
 	g.Expect(r.Expectations.Satisfied(key)).To(BeTrue())
+	r.APIReader = nil // any uncached read would now panic
+	_, err = reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
 }
 
 // When the uncertain creations did not happen, the cache matches the API
@@ -94,25 +121,31 @@ func TestReconcileCreatesWhatUncertainCreationsDidNotMake(t *testing.T) {
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
 }
 
-// A replica resumed after a pause renews its lease, which says it still
-// leads, not that its cache saw what happened meanwhile (pods another
-// replica created while this one was paused). Its first reconcile of each
-// PodSet compares the cache with the API server.
-func TestReconcileAfterAPauseWaitsForACacheBehind(t *testing.T) {
-	g := NewWithT(t)
-	ps := unitPodSet(3)
-	pods := ownedPods(ps, 3)
-	r, c := unitReconciler(t, pods[:1], nil, asObjects(ps, pods)...)
+// pausedFence is a fence that noticed a pause and saw the lease renewed
+// after it.
+func pausedFence(g Gomega) *LeaderFence {
 	clock := unitNow
 	f := NewLeaderFence(2 * time.Second)
 	f.now = func() time.Time { return clock }
 	f.lastTick = clock
-	r.Fence = f
-
 	clock = clock.Add(20 * time.Second) // paused
 	g.Expect(f.Allow()).To(MatchError(ErrFenced))
 	clock = clock.Add(time.Second)
 	f.renewed()
+	return f
+}
+
+// A replica resumed after a pause renews its lease, which says it still
+// leads, not that its cache saw what happened meanwhile (pods another
+// replica created while this one was paused). Its first reconcile of each
+// PodSet compares the cache with the API server.
+func TestReconcileAfterAPauseDoesNotActOnACacheBehind(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	r, c := unitReconciler(t, pods[:1], nil, asObjects(ps, pods)...)
+	f := pausedFence(g)
+	r.Fence = f
 
 	res, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -160,6 +193,71 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the PodSet waited for a creation whose pod is gone")
 	g.Expect(r.cacheChecks.upToDate(key, f.Trips())).To(BeTrue())
+}
+
+// The broken watch of the fault matrix: the leader was paused, pods were
+// deleted, and its watch will relist only after client-go's backoff. The
+// API server's pods say what is missing: the PodSet replaces them at once
+// instead of waiting seconds for the relist.
+func TestReconcileAfterAPauseReplacesPodsItsCacheStillHolds(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	// The cache holds all three; the API server, one.
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods[:1])...)
+	r.Fence = pausedFence(g)
+	r.statusPacer = newStatusPacer(0)
+
+	res, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3), "the two pods deleted during the pause were not replaced")
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval), "the PodSet must look again until its cache has caught up")
+
+	// Its cache still holds the deleted pods and lacks the new ones: the
+	// next look lists again, creates nothing more, and reports the API
+	// server's pods.
+	_, err = reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3))
+	status := statusOf(g, c, ps)
+	g.Expect(status.Replicas).To(Equal(int32(3)))
+	g.Expect(status.PodNames).To(ContainElement(pods[0].Name))
+	g.Expect(status.PodNames).NotTo(ContainElement(pods[1].Name), "a pod deleted during the pause is reported")
+}
+
+// The pods are only half of what the PodSet acts on: when its spec changed
+// during the pause too, the cached spec is stale, and acting on it with the
+// API server's pods could create pods for replicas it no longer has. The
+// PodSet waits for its cache.
+func TestReconcileAfterAPauseWaitsWhenTheSpecChangedToo(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	server := ps.DeepCopy()
+	server.Spec.Replicas = ptr.To(int32(1))
+	server.Generation = 2
+	apiServer := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(asObjects(server, pods[:1])...).Build()
+	r, c := unitReconciler(t, pods, apiServer, asObjects(ps, pods[:1])...)
+	r.Fence = pausedFence(g)
+
+	res, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(1), "pods were created for a spec the PodSet no longer has")
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
+}
+
+// A PodSet the API server no longer has gets no pods from a stale cache.
+func TestReconcileAfterAPauseCreatesNothingForAPodSetGone(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	apiServer := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(podObjects(pods[:1])...).Build()
+	r, c := unitReconciler(t, pods, apiServer, asObjects(ps, pods[:1])...)
+	r.Fence = pausedFence(g)
+
+	_, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(1))
 }
 
 func TestPodCacheDiff(t *testing.T) {

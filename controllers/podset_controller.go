@@ -11,7 +11,9 @@
 // status_pacing.go (when it is written), pod_events.go (which pod events wake
 // which PodSet), cache_options.go (what the manager caches), and
 // leader_fence.go with leader_fence_transport.go (what keeps a leader resumed
-// after a pause from acting).
+// after a pause from acting) and fenced_podsets.go (what it does once it may),
+// pod_cache_check.go (what a PodSet acts on when its cache is known to be
+// behind).
 package controllers
 
 import (
@@ -32,8 +34,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -85,6 +89,7 @@ type PodSetReconciler struct {
 	statusPacer     *statusPacer
 	strays          *strayPods
 	cacheChecks     *podCacheChecks
+	fenced          *fencedPodSets
 	recentRevisions *recentRevisions
 	podWriteSlots   writeSlots
 }
@@ -117,9 +122,12 @@ type podSetScope struct {
 	// is due; 0 when none is held back.
 	statusWait time.Duration
 	// cacheRecheck is set when the pod cache was found behind the API
-	// server (pod_cache_check.go): the PodSet does not scale, and looks
-	// again after it.
+	// server (pod_cache_check.go): the PodSet looks again after it.
 	cacheRecheck time.Duration
+	// waitForPodCache is set when the pod cache was found behind and the
+	// reconcile cannot act on the API server's pods instead (the PodSet's
+	// spec changed meanwhile): the PodSet does not scale.
+	waitForPodCache bool
 }
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
@@ -159,8 +167,8 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// A replica resumed after a pause may no longer lead, and its cache
 	// missed what happened meanwhile: nothing until its lease is renewed
 	// (or it exits, having lost it). Each write checks again.
-	if err := r.fenceAllows(); err != nil {
-		return ctrl.Result{}, err
+	if r.fenceAllows() != nil {
+		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
 	}
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
@@ -176,13 +184,13 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.checkPodCache,
 	} {
 		if err := phase(ctx, s); err != nil {
-			return retry(ctx, err)
+			return r.retry(ctx, req, err)
 		}
 	}
 	// A failed scale is reported in the status, then retried with backoff.
 	errs := []error{r.scalePods(ctx, s), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
 	if err := kerrors.NewAggregate(errs); err != nil {
-		return retry(ctx, err)
+		return r.retry(ctx, req, err)
 	}
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
@@ -192,8 +200,12 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
-// TransientRetryAfter).
-func retry(ctx context.Context, err error) (ctrl.Result, error) {
+// TransientRetryAfter), or because the leader fence refused a write (the
+// lease renewal queues it again, see fencedPodSets).
+func (r *PodSetReconciler) retry(ctx context.Context, req ctrl.Request, err error) (ctrl.Result, error) {
+	if errors.Is(err, ErrFenced) {
+		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
+	}
 	if isTransient(err) {
 		logf.FromContext(ctx).Info("the API server is unavailable; retrying", "after", TransientRetryAfter, "error", err.Error())
 		return ctrl.Result{RequeueAfter: TransientRetryAfter}, nil
@@ -283,6 +295,10 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
 	r.strays = newStrayPods()
 	r.cacheChecks = newPodCacheChecks()
+	r.fenced = newFencedPodSets()
+	if r.Fence != nil {
+		r.Fence.OnRenewal(r.fenced.release)
+	}
 	r.recentRevisions = newRecentRevisions()
 	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
 	if r.Pods == nil {
@@ -306,6 +322,9 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, strays: r.strays}).
 		// A revision deleted or changed by hand is recreated or corrected.
 		Owns(&appsv1.ControllerRevision{}).
+		// The PodSets the leader fence refused, queued at the lease's
+		// renewal.
+		WatchesRawSource(source.Channel(r.fenced.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Named("podset").
 		Complete(r)

@@ -73,6 +73,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		statusPacer:     newStatusPacer(DefaultStatusWriteInterval),
 		strays:          newStrayPods(),
 		cacheChecks:     newPodCacheChecks(),
+		fenced:          newFencedPodSets(),
 		recentRevisions: newRecentRevisions(),
 	}, c
 }

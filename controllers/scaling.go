@@ -39,7 +39,7 @@ const (
 // cache; otherwise the cache may still lack pods just created (or still hold
 // pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.cacheRecheck > 0 || s.revisions.update == nil {
+	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil {
 		return nil
 	}
 	s.outcome.attempted = true

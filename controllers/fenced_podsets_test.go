@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// queuedNames drains what the fence's channel source would queue within a
+// short wait.
+func queuedNames(ch <-chan event.GenericEvent) []string {
+	var names []string
+	timeout := time.After(time.Second)
+	for {
+		select {
+		case e := <-ch:
+			names = append(names, e.Object.GetNamespace()+"/"+e.Object.GetName())
+			timeout = time.After(100 * time.Millisecond)
+		case <-timeout:
+			return names
+		}
+	}
+}
+
+// A reconcile the fence refuses is no failure to back off from: the replica
+// resumed after a pause receives every event it missed, each refused, and a
+// backoff grown meanwhile kept PodSets waiting seconds after the lease was
+// renewed. The refused PodSet is queued at the renewal instead.
+func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	r, c := unitReconciler(t, nil, nil, ps)
+	clock := unitNow
+	f := NewLeaderFence(2 * time.Second)
+	f.now = func() time.Time { return clock }
+	f.lastTick = clock
+	f.OnRenewal(r.fenced.release)
+	r.Fence = f
+	clock = clock.Add(20 * time.Second) // paused
+
+	res, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred(), "an error would send the PodSet to the exponential backoff")
+	g.Expect(res.RequeueAfter).To(Equal(FencedRecheckInterval))
+	g.Expect(podsIn(g, c)).To(BeEmpty())
+	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued before the lease was renewed")
+
+	clock = clock.Add(time.Second)
+	f.renewed()
+	g.Expect(queuedNames(r.fenced.wake)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+
+	f.renewed()
+	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued once per refusal")
+}
+
+// The renewal can come between the fence's refusal and the PodSet's being
+// recorded: it must not be left waiting for the next pause.
+func TestWaitForRenewalAfterTheRenewalQueuesAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	r, _ := unitReconciler(t, nil, nil, ps)
+	r.Fence = NewLeaderFence(2 * time.Second) // allows: no pause seen
+	r.Fence.OnRenewal(r.fenced.release)
+
+	r.waitForRenewal(client.ObjectKeyFromObject(ps))
+
+	g.Expect(queuedNames(r.fenced.wake)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+}
