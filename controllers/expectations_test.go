@@ -296,6 +296,8 @@ func TestMayHaveReachedServer(t *testing.T) {
 		{"no route: never sent", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}}, false},
 		{"an answer: refused", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("quota")), false},
 		{"unavailable: refused", apierrors.NewServiceUnavailable("restarting"), false},
+		{"internal error: etcd may have committed the write", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
+		{"too many requests: refused before it was processed", apierrors.NewTooManyRequests("slow down", 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(mayHaveReachedServer(tc.err)).To(Equal(tc.want))

@@ -65,8 +65,16 @@ func isTransient(err error) bool {
 // force closed via ClientConn.Close" for sixteen creates the API server had
 // carried out; counted as failed, they were created again (62 pods for 50).
 // The ReplicaSet controller counts only timeouts as made, and would.
+//
+// An internal error (500) of the API server leaves it open too: the API
+// server answers 500 for a write whose etcd request failed in a way it
+// cannot tell apart from a failure (etcd's "request timed out", a deadline
+// while the proposal was in flight), and such a write may still be
+// committed. A 1000-pod rollout on a loaded machine once created one pod
+// more than it replaced, and this is one way it can; counted as made, the
+// pod is waited for 3 s, then the cache is checked against the API server.
 func mayHaveReachedServer(err error) bool {
-	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
 		return true
 	}
 	return isTransportError(err) && !neverSent(err)
