@@ -15,14 +15,17 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
 // the API server looks again; each further look that finds it still behind
-// waits twice as long, up to MaxPodCacheRecheckInterval. A cache behind is
-// one whose watch is broken, and client-go's reflector may take up to a
-// minute to relist: a thousand PodSets listing their pods every second
-// meanwhile would load the API server for nothing.
+// and the PodSet with nothing left to do waits twice as long, up to
+// MaxPodCacheRecheckInterval. A cache behind is one whose watch is broken,
+// and client-go's reflector may take up to a minute to relist: a thousand
+// settled PodSets listing their pods every second meanwhile would load the
+// API server for nothing. A PodSet that still converges (pods to replace, a
+// rollout step to take) looks every PodCacheRecheckInterval: each look acts.
 const (
 	PodCacheRecheckInterval    = time.Second
 	MaxPodCacheRecheckInterval = 16 * time.Second
@@ -72,6 +75,16 @@ func (c *podCacheChecks) foundBehind(key string) time.Duration {
 	n := c.behind[key]
 	c.behind[key] = n + 1
 	return min(PodCacheRecheckInterval<<min(n, 8), MaxPodCacheRecheckInterval)
+}
+
+// converging records a check that found key's cache behind while the PodSet
+// still has work to do on the API server's pods: it looks again after the
+// shortest interval, not a growing one.
+func (c *podCacheChecks) converging(key string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.behind[key] = 1
+	return PodCacheRecheckInterval
 }
 
 // isBehind reports whether key's last check found its cache behind.
@@ -138,6 +151,13 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
 		acting, err := r.useLivePods(ctx, s, live.Items)
 		s.waitForPodCache = !acting
+		if acting && !liveRolloutComplete(s) {
+			// Each look acts: a rollout's next step, a replacement.
+			// Backing off would only stretch the convergence (the
+			// relist after repeated API server restarts took 45 s in
+			// the fault matrix).
+			s.cacheRecheck = r.cacheChecks.converging(s.key)
+		}
 		logf.FromContext(ctx).Info("the pod cache is behind the API server",
 			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
 		return err
@@ -195,6 +215,13 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 	r.Expectations.Resolve(s.key)
 	s.expectationsWait = 0
 	return true, nil
+}
+
+// liveRolloutComplete reports whether the pods the reconcile acts on leave
+// nothing to do: the right number on each revision, every one available.
+func liveRolloutComplete(s *podSetScope) bool {
+	in, _, _, err := rolloutInput(s.podSet, &s.revisions, s.pods, time.Now())
+	return err == nil && rollout.Complete(in)
 }
 
 // podCacheDiff compares the live pods the PodSet controls in its cache with

@@ -215,14 +215,37 @@ func TestReconcileAfterAPauseReplacesPodsItsCacheStillHolds(t *testing.T) {
 
 	// Its cache still holds the deleted pods and lacks the new ones: the
 	// next look lists again, creates nothing more, and reports the API
-	// server's pods.
-	_, err = reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
+	// server's pods. The new pods are not available yet: the PodSet still
+	// converges, and keeps looking every second rather than backing off.
+	for range 3 {
+		res, err = reconcileOnce(r, ps)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.RequeueAfter).To(Equal(PodCacheRecheckInterval))
+	}
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
 	status := statusOf(g, c, ps)
 	g.Expect(status.Replicas).To(Equal(int32(3)))
 	g.Expect(status.PodNames).To(ContainElement(pods[0].Name))
 	g.Expect(status.PodNames).NotTo(ContainElement(pods[1].Name), "a pod deleted during the pause is reported")
+}
+
+// A settled PodSet (every pod there and available) has nothing to do on the
+// API server's pods while its cache is behind: it looks again less and less
+// often, so that a thousand of them do not list their pods every second.
+func TestReconcileSettledWithACacheBehindBacksOff(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	r, _ := unitReconciler(t, pods[:1], nil, asObjects(ps, pods)...)
+	r.Fence = pausedFence(g)
+
+	var waits []time.Duration
+	for range 3 {
+		res, err := reconcileOnce(r, ps)
+		g.Expect(err).NotTo(HaveOccurred())
+		waits = append(waits, res.RequeueAfter)
+	}
+	g.Expect(waits).To(Equal([]time.Duration{PodCacheRecheckInterval, 2 * PodCacheRecheckInterval, 4 * PodCacheRecheckInterval}))
 }
 
 // The pods are only half of what the PodSet acts on: when its spec changed
