@@ -33,6 +33,10 @@ type Expectations struct {
 
 	mu    sync.Mutex
 	items map[string]*expectation
+	// settled holds, per key, the pods Resolve found already there: their
+	// creation events may still be on their way to the handler, and must
+	// not count towards the creations of a later step (see Resolve).
+	settled map[string]sets.Set[types.UID]
 }
 
 type expectation struct {
@@ -65,7 +69,7 @@ func expectationsKey(namespace, name string, uid types.UID) string {
 
 // NewExpectations returns an empty Expectations with the given timeout.
 func NewExpectations(timeout time.Duration) *Expectations {
-	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}}
+	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}, settled: map[string]sets.Set[types.UID]{}}
 }
 
 // ExpectCreations records that n pods are about to be created for key,
@@ -94,12 +98,29 @@ func (e *Expectations) set(key string, exp *expectation) {
 	e.items[key] = exp
 }
 
+// PodCreationObserved records that the pod with this UID of key appeared
+// in the cache. It reports whether this was the last write key waited for.
+// A pod that Resolve already found there counts for nothing.
+func (e *Expectations) PodCreationObserved(key string, uid types.UID) (fulfilled bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if seen := e.settled[key]; seen.Has(uid) {
+		seen.Delete(uid)
+		return false
+	}
+	return e.creationObservedLocked(key)
+}
+
 // CreationObserved records that one pod of key was created, or that a
 // creation will not happen (it failed, or it was skipped). It reports
 // whether this was the last write key waited for.
 func (e *Expectations) CreationObserved(key string) (fulfilled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.creationObservedLocked(key)
+}
+
+func (e *Expectations) creationObservedLocked(key string) (fulfilled bool) {
 	if exp, ok := e.items[key]; ok && exp.creations > 0 {
 		exp.creations--
 		return exp.creations == 0 && exp.deletions.Len() == 0
@@ -183,12 +204,20 @@ func (e *Expectations) Doubtful(key string) bool {
 	return !now.Before(exp.uncertainUntil) && now.Sub(exp.setAt) < e.timeout
 }
 
-// Resolve drops what key waits for: the cache was found to hold exactly
-// the pods the API server has, so nothing it waits for is still to come.
-func (e *Expectations) Resolve(key string) {
+// Resolve drops what key waits for: the pods the API server has (seen)
+// were found, so nothing it waits for is still to come.
+//
+// Their creation events may still be on their way: the informer updates
+// its store before its handlers run, and a relist hands them every pod
+// that appeared meanwhile. Counted, such a late event would stand for a
+// pod of the next step, whose expectations would then be met one event
+// early, and the PodSet would act on a cache that lacks that pod. So the
+// seen pods are remembered, and their creation events ignored.
+func (e *Expectations) Resolve(key string, seen ...types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.items, key)
+	e.settled[key] = sets.New(seen...)
 }
 
 // Forget drops everything recorded for the PodSet namespace/name, whatever
@@ -197,6 +226,7 @@ func (e *Expectations) Forget(namespacedName string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	deletePodSetKeys(e.items, namespacedName)
+	deletePodSetKeys(e.settled, namespacedName)
 }
 
 // deletePodSetKeys deletes the entries of the PodSet namespace/name, whatever

@@ -304,3 +304,29 @@ func TestMayHaveReachedServer(t *testing.T) {
 		})
 	}
 }
+
+// A cache check resolves a PodSet's expectations when it finds the pods
+// the API server has. Their creation events can still reach the handler
+// after that (the informer updates its store first; a relist hands over
+// every pod at once): counted against the next step's creations, one such
+// late event would let the PodSet act on a cache lacking one of its new
+// pods, and create it again.
+func TestResolvedPodsDoNotCountForTheNextStep(t *testing.T) {
+	g := NewWithT(t)
+	e := NewExpectations(time.Minute)
+	e.Resolve(expKey, "seen-a", "seen-b")
+	e.ExpectCreations(expKey, 2)
+
+	g.Expect(e.PodCreationObserved(expKey, "seen-a")).To(BeFalse())
+	g.Expect(e.Satisfied(expKey)).To(BeFalse(), "a pod found by the check counted as one of the next step's")
+	g.Expect(e.PodCreationObserved(expKey, "new-1")).To(BeFalse())
+	g.Expect(e.PodCreationObserved(expKey, "seen-b")).To(BeFalse())
+	g.Expect(e.Satisfied(expKey)).To(BeFalse())
+	g.Expect(e.PodCreationObserved(expKey, "new-2")).To(BeTrue())
+
+	// A pod's creation is ignored once only; a skipped creation, which
+	// names no pod, always counts.
+	e.ExpectCreations(expKey, 2)
+	g.Expect(e.PodCreationObserved(expKey, "seen-a")).To(BeFalse())
+	g.Expect(e.CreationObserved(expKey)).To(BeTrue())
+}

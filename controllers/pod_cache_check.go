@@ -162,10 +162,10 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
 		return err
 	}
-	if doubtful || s.expectationsWait > 0 {
+	if doubtful || s.expectationsWait > 0 || r.cacheChecks.isBehind(s.key) {
 		// The cache holds exactly what the API server has: nothing
 		// waited for is still to come.
-		r.Expectations.Resolve(s.key)
+		r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
 		s.expectationsWait = 0
 	}
 	r.cacheChecks.done(s.key, trips)
@@ -212,9 +212,17 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 			s.pods = append(s.pods, &live[i])
 		}
 	}
-	r.Expectations.Resolve(s.key)
+	r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
 	s.expectationsWait = 0
 	return true, nil
+}
+
+func podUIDs(pods []*corev1.Pod) []types.UID {
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	return uids
 }
 
 // liveRolloutComplete reports whether the pods the reconcile acts on leave

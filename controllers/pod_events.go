@@ -86,7 +86,7 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 		return
 	}
 	if owner, uid, ok := podSetOwner(pod); ok {
-		fulfilled := h.expectations.CreationObserved(expectationsKey(owner.Namespace, owner.Name, uid))
+		fulfilled := h.expectations.PodCreationObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
 		h.enqueueOwner(q, owner, fulfilled)
 		return
 	}
