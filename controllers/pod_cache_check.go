@@ -217,14 +217,6 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 	return true, nil
 }
 
-func podUIDs(pods []*corev1.Pod) []types.UID {
-	uids := make([]types.UID, len(pods))
-	for i, p := range pods {
-		uids[i] = p.UID
-	}
-	return uids
-}
-
 // liveRolloutComplete reports whether the pods the reconcile acts on leave
 // nothing to do: the right number on each revision, every one available.
 func liveRolloutComplete(s *podSetScope) bool {

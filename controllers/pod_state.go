@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // isPodLive reports whether a pod counts towards spec.replicas: it is not
@@ -66,4 +67,13 @@ func restartCount(pod *corev1.Pod) int32 {
 		n += cs.RestartCount
 	}
 	return n
+}
+
+// podUIDs are the pods' UIDs, in order.
+func podUIDs(pods []*corev1.Pod) []types.UID {
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	return uids
 }

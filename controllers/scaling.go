@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -53,16 +52,12 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	if creations > 0 || len(step.victims) > 0 {
 		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.victims))
 	}
-	uids := make([]types.UID, len(step.victims))
-	for i, pod := range step.victims {
-		uids[i] = pod.UID
-	}
 	if r.Expectations.Expired(s.key) {
 		expectationsExpired.Inc()
 	}
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
-	r.Expectations.Expect(s.key, creations, uids)
+	r.Expectations.Expect(s.key, creations, podUIDs(step.victims))
 
 	// Deletions go first and are waited for, so that a step's creations
 	// never push the live pods past replicas + maxSurge, not even briefly.
