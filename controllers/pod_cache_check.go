@@ -122,9 +122,10 @@ func (r *PodSetReconciler) fenceTrips() uint64 {
 	return r.Fence.Trips()
 }
 
-// checkPodCache holds the PodSet back while its cache is known to be behind
-// the API server, in the two situations described above; otherwise it
-// costs nothing.
+// checkPodCache compares the PodSet's cached pods with the API server's in
+// the situations described above, and while its cache is known to be behind
+// makes the reconcile act on the API server's pods (or hold back, when its
+// spec changed too); otherwise it costs nothing.
 func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) error {
 	if s.podSetGone || s.podSet.DeletionTimestamp != nil {
 		return nil
@@ -132,6 +133,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	doubtful := r.Expectations.Doubtful(s.key)
 	trips := r.fenceTrips()
 	paused := !r.cacheChecks.upToDate(s.key, trips)
+	behind := r.cacheChecks.isBehind(s.key)
 	// Expectations still running are waited for, except after a pause:
 	// what they wait for may have come and gone while the replica was
 	// stopped (a pod it created, deleted by someone else before its
@@ -139,7 +141,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// Nor while the cache is known to be behind: the writes a reconcile
 	// made from the API server's pods are seen only once it catches up,
 	// and a reconcile acting (or reporting) on it meanwhile would be wrong.
-	if !paused && !r.cacheChecks.isBehind(s.key) && (s.expectationsWait > 0 || !doubtful) {
+	if !paused && !behind && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
 	live := &corev1.PodList{}
@@ -148,7 +150,6 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, live.Items); missing > 0 || extra > 0 {
 		podCacheBehind.Inc()
-		s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
 		acting, err := r.useLivePods(ctx, s, live.Items)
 		s.waitForPodCache = !acting
 		if acting && !liveRolloutComplete(s) {
@@ -157,12 +158,14 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 			// relist after repeated API server restarts took 45 s in
 			// the fault matrix).
 			s.cacheRecheck = r.cacheChecks.converging(s.key)
+		} else {
+			s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
 		}
 		logf.FromContext(ctx).Info("the pod cache is behind the API server",
 			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
 		return err
 	}
-	if doubtful || s.expectationsWait > 0 || r.cacheChecks.isBehind(s.key) {
+	if doubtful || s.expectationsWait > 0 || behind {
 		// The cache holds exactly what the API server has: nothing
 		// waited for is still to come.
 		r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
