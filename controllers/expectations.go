@@ -43,6 +43,12 @@ type expectation struct {
 	creations int
 	deletions sets.Set[types.UID]
 	setAt     time.Time
+	// progressAt is when the writes last showed progress: set, returned
+	// (WritesReturned), or one of them observed.
+	progressAt time.Time
+	// lagReported is set once TakeLagging has reported the writes; any
+	// progress clears it.
+	lagReported bool
 	// uncertainUntil, when set, is the earlier moment the wait ends: some
 	// creations failed in a way that leaves open whether the API server
 	// made the pod (see CreationUncertain).
@@ -59,6 +65,13 @@ type expectation struct {
 // server restart may take a minute (client-go's reflector backoff), and a
 // fixed wait long enough for it would hold every such PodSet that long.
 const UncertainCreationTimeout = 3 * time.Second
+
+// ExpectationsLagThreshold is how long a PodSet's awaited pod events may lag
+// behind its last progress before it checks its cache against the API
+// server (Lagging). The events of a healthy watch come within milliseconds,
+// tens of them under the benchmark's load; a watch broken while the writes
+// were made delivers them only with its relist, seconds to a minute later.
+const ExpectationsLagThreshold = time.Second
 
 // expectationsKey identifies one PodSet in the expectations: by UID as well
 // as name, so that a PodSet deleted and recreated under the same name never
@@ -93,6 +106,7 @@ func (e *Expectations) Expect(key string, creations int, deletions []types.UID) 
 
 func (e *Expectations) set(key string, exp *expectation) {
 	exp.setAt = e.now()
+	exp.progressAt = exp.setAt
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.items[key] = exp
@@ -123,6 +137,7 @@ func (e *Expectations) CreationObserved(key string) (fulfilled bool) {
 func (e *Expectations) creationObservedLocked(key string) (fulfilled bool) {
 	if exp, ok := e.items[key]; ok && exp.creations > 0 {
 		exp.creations--
+		e.progressedLocked(exp)
 		return exp.creations == 0 && exp.deletions.Len() == 0
 	}
 	return false
@@ -148,9 +163,63 @@ func (e *Expectations) DeletionObserved(key string, uid types.UID) (fulfilled bo
 	defer e.mu.Unlock()
 	if exp, ok := e.items[key]; ok && exp.deletions.Has(uid) {
 		exp.deletions.Delete(uid)
+		e.progressedLocked(exp)
 		return exp.creations <= 0 && exp.deletions.Len() == 0
 	}
 	return false
+}
+
+func (e *Expectations) progressedLocked(exp *expectation) {
+	exp.progressAt = e.now()
+	exp.lagReported = false
+}
+
+// WritesReturned records that every write of key's current step has
+// returned: the wait for their events starts now. A step's writes may take
+// seconds on a loaded API server, and their events only lag from the moment
+// each write returned.
+func (e *Expectations) WritesReturned(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.items[key]; ok {
+		e.progressedLocked(exp)
+	}
+}
+
+// Lagging reports whether key waits for writes that have shown no progress
+// for ExpectationsLagThreshold: every write returned, and none of the
+// events still awaited came since. Events normally follow their write within
+// milliseconds; when they do not, the pod watch is likely broken, and the
+// PodSet compares its cache with the API server rather than wait for a
+// relist that client-go may put off for a minute (see pod_cache_check.go).
+func (e *Expectations) Lagging(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.items[key]
+	return ok && e.laggingLocked(exp, e.now())
+}
+
+func (e *Expectations) laggingLocked(exp *expectation, now time.Time) bool {
+	pending := exp.creations > 0 || exp.deletions.Len() > 0
+	return pending && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout
+}
+
+// TakeLagging returns the keys that have become Lagging since they were
+// last returned (or last progressed). Each lag is reported once: the
+// reconcile it brings either resolves the expectations or finds the cache
+// behind, and then looks again on its own.
+func (e *Expectations) TakeLagging() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	var keys []string
+	for key, exp := range e.items {
+		if !exp.lagReported && e.laggingLocked(exp, now) {
+			exp.lagReported = true
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // Satisfied reports whether key may be acted on: nothing is pending, or what

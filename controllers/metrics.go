@@ -83,7 +83,11 @@ var (
 	})
 	podCacheBehind = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_pod_cache_behind_total",
-		Help: "Checks of a PodSet's cached pods against the API server (after an uncertain create or a pause of the leader) that found the cache behind.",
+		Help: "Checks of a PodSet's cached pods against the API server (after an uncertain create, a pause of the leader, or pod events lagging its writes) that found the cache behind.",
+	})
+	podSetsLagging = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podset_operator_pod_events_lagging_total",
+		Help: "Times a PodSet's awaited pod events lagged its last write by a second or more, so that it checked its cache against the API server rather than wait: a broken pod watch, or an API server too loaded to deliver events in time.",
 	})
 	statusWritesSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podset_operator_status_writes_skipped_total",
@@ -93,7 +97,7 @@ var (
 
 // controllerCollectors are the counters, in documentation order.
 var controllerCollectors = []prometheus.Collector{
-	podCreates, podDeletes, podsAdopted, podsReleased, expectationsExpired, podCacheBehind, statusWritesSkipped,
+	podCreates, podDeletes, podsAdopted, podsReleased, expectationsExpired, podCacheBehind, podSetsLagging, statusWritesSkipped,
 }
 
 func init() {

@@ -45,7 +45,12 @@ const (
 //     again, but its cache missed what happened during the pause, possibly
 //     pods created by the replica that led meanwhile.
 //
-// In both, before the PodSet acts, its cached pods are compared with the
+// A third makes it wait for nothing, possibly for minutes: writes whose
+// events do not come, because the pod watch broke as they were made; they
+// come with the relist. It shows as events that lag the writes by a second
+// or more (Expectations.Lagging, lagging_podsets.go).
+//
+// In all three, before the PodSet acts, its cached pods are compared with the
 // API server's (one uncached list of its pods). Once they match, nothing it
 // waits for is still to come. If they differ, the cache is behind, and the
 // list just read is the truth: this reconcile acts on it instead (see
@@ -131,6 +136,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		return nil
 	}
 	doubtful := r.Expectations.Doubtful(s.key)
+	lagging := s.expectationsWait > 0 && r.Expectations.Lagging(s.key)
 	trips := r.fenceTrips()
 	paused := !r.cacheChecks.upToDate(s.key, trips)
 	behind := r.cacheChecks.isBehind(s.key)
@@ -141,7 +147,9 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// Nor while the cache is known to be behind: the writes a reconcile
 	// made from the API server's pods are seen only once it catches up,
 	// and a reconcile acting (or reporting) on it meanwhile would be wrong.
-	if !paused && !behind && (s.expectationsWait > 0 || !doubtful) {
+	// Nor when their events lag (lagging_podsets.go): the watch that
+	// should bring them is likely broken.
+	if !paused && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
 	live := &corev1.PodList{}

@@ -13,7 +13,8 @@
 // leader_fence.go with leader_fence_transport.go (what keeps a leader resumed
 // after a pause from acting) and fenced_podsets.go (what it does once it may),
 // pod_cache_check.go (what a PodSet acts on when its cache is known to be
-// behind).
+// behind) and lagging_podsets.go (which PodSets' caches to check because
+// the events of their writes are late).
 package controllers
 
 import (
@@ -90,6 +91,7 @@ type PodSetReconciler struct {
 	strays          *strayPods
 	cacheChecks     *podCacheChecks
 	fenced          *fencedPodSets
+	lagging         *lagQueue
 	recentRevisions *recentRevisions
 	podWriteSlots   writeSlots
 }
@@ -299,6 +301,10 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.fenced.release)
 	}
+	r.lagging = newLagQueue(r.Expectations)
+	if err := mgr.Add(r.lagging); err != nil {
+		return err
+	}
 	r.recentRevisions = newRecentRevisions()
 	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
 	if r.Pods == nil {
@@ -325,6 +331,8 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		// The PodSets the leader fence refused, queued at the lease's
 		// renewal.
 		WatchesRawSource(source.Channel(r.fenced.wake, &handler.EnqueueRequestForObject{})).
+		// The PodSets whose awaited pod events lag (lagging_podsets.go).
+		WatchesRawSource(source.Channel(r.lagging.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Named("podset").
 		Complete(r)

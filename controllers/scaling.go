@@ -58,6 +58,8 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
 	r.Expectations.Expect(s.key, creations, podUIDs(step.victims))
+	// Their events lag from the moment the last of them returned.
+	defer r.Expectations.WritesReturned(s.key)
 
 	// Deletions go first and are waited for, so that a step's creations
 	// never push the live pods past replicas + maxSurge, not even briefly.
