@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -29,6 +30,8 @@ const LagCheckInterval = 250 * time.Millisecond
 // their reconcile compares the cache with the API server
 // (pod_cache_check.go), and acts on the API server's pods if the cache is
 // behind.
+
+var lagLog = logf.Log.WithName("lagging-podsets")
 
 // lagQueue queues the PodSets whose expectations lag.
 type lagQueue struct {
@@ -68,6 +71,8 @@ func (q *lagQueue) queueLagging(ctx context.Context) bool {
 			continue
 		}
 		podSetsLagging.Inc()
+		lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
+			"namespace", parts[0], "name", parts[1], "lag", ExpectationsLagThreshold)
 		ev := event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}
 		select {
 		case q.wake <- ev:
