@@ -15,13 +15,13 @@ func TestKeepLogsCopiesTheLogDirAndReplacesAnEarlierCopy(t *testing.T) {
 		}
 	}
 	write("operator.log", "first")
-	if _, err := keepLogs(src, out); err != nil {
+	if _, err := keepLogs(src, out, true); err != nil {
 		t.Fatalf("first copy: %v", err)
 	}
 	// A second failed run set replaces the first one's copy.
 	write("operator.log", "second")
 	write("kube-apiserver.log", "api")
-	dir, err := keepLogs(src, out)
+	dir, err := keepLogs(src, out, true)
 	if err != nil {
 		t.Fatalf("second copy: %v", err)
 	}
@@ -33,5 +33,22 @@ func TestKeepLogsCopiesTheLogDirAndReplacesAnEarlierCopy(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Fatalf("%s: %q, %v; want %q", name, got, err, want)
 		}
+	}
+}
+
+func TestKeepLogsOfARunSetThatPassedGoElsewhere(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "operator.log"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := keepLogs(src, out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(out, "run-logs"); dir != want {
+		t.Fatalf("kept in %s, want %s", dir, want)
+	}
+	if _, err := os.Stat(filepath.Join(out, "failed-run-logs")); !os.IsNotExist(err) {
+		t.Fatalf("a run set that passed was kept as failed: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ type options struct {
 	replot                                   string
 	shapes, rolloutShapes                    []shape
 	runs, nodes                              int
-	smoke, rss, requests                     bool
+	smoke, rss, requests, keepLogs           bool
 	rssShape                                 shape
 	rssForeign                               int
 	phaseTimeout                             time.Duration
@@ -85,6 +85,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.nodes, "nodes", 6, "kwok nodes, 5000 pod slots each")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "the longest one scale-up or scale-down may take")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "when set, run the operator with pprof and save a CPU profile of each PodSet scale-up and a heap profile after it here")
+	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the cluster's logs (the operator's, the API server's, the audit log with -requests) in -out/run-logs even when the run set passes, for tracing; a failed run set always keeps them in -out/failed-run-logs")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
 	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
 	flag.Parse()
@@ -218,11 +219,12 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		// A failed run set is only worth something if it can be traced:
 		// keep the cluster's logs (the operator's, the API server's, the
 		// audit log with -requests) before the cluster takes them away.
-		if err != nil || len(violations(rep)) > 0 {
-			if dir, keepErr := keepLogs(c.LogDir(), o.out); keepErr != nil {
+		failed := err != nil || len(violations(rep)) > 0
+		if failed || o.keepLogs {
+			if dir, keepErr := keepLogs(c.LogDir(), o.out, failed); keepErr != nil {
 				fmt.Fprintln(os.Stderr, "bench: keeping the cluster's logs:", keepErr)
 			} else {
-				fmt.Fprintln(os.Stderr, "bench: the cluster's logs of this failed run set are in", dir)
+				fmt.Fprintln(os.Stderr, "bench: the cluster's logs of this run set are in", dir)
 			}
 		}
 		if err := c.Stop(); err != nil {
@@ -357,10 +359,14 @@ func describeMachine() machine {
 	return m
 }
 
-// keepLogs copies the cluster's log directory into out/failed-run-logs,
-// replacing what an earlier failed run left there, and returns that path.
-func keepLogs(logDir, out string) (string, error) {
-	dst := filepath.Join(out, "failed-run-logs")
+// keepLogs copies the cluster's log directory into out/failed-run-logs (or
+// out/run-logs for a run set that passed), replacing what an earlier run
+// left there, and returns that path.
+func keepLogs(logDir, out string, failed bool) (string, error) {
+	dst := filepath.Join(out, "run-logs")
+	if failed {
+		dst = filepath.Join(out, "failed-run-logs")
+	}
 	if err := os.RemoveAll(dst); err != nil {
 		return "", err
 	}
