@@ -87,13 +87,16 @@ type PodSetReconciler struct {
 	// has renewed its lease (see LeaderFence).
 	Fence *LeaderFence
 
-	statusPacer     *statusPacer
-	strays          *strayPods
-	cacheChecks     *podCacheChecks
-	fenced          *fencedPodSets
-	lagging         *lagQueue
-	recentRevisions *recentRevisions
-	podWriteSlots   writeSlots
+	statusPacer *statusPacer
+	strays      *strayPods
+	cacheChecks *podCacheChecks
+	fenced      *fencedPodSets
+	lagging     *lagQueue
+	// namespaceTerminating holds the PodSets a create found in a namespace
+	// being deleted: they create nothing more.
+	namespaceTerminating *podSetKeys
+	recentRevisions      *recentRevisions
+	podWriteSlots        writeSlots
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -163,6 +166,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.strays.forget(req.NamespacedName)
 			r.cacheChecks.forget(req.String())
 			r.recentRevisions.forgetPodSet(req.String())
+			r.namespaceTerminating.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -302,6 +306,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		r.Fence.OnRenewal(r.fenced.release)
 	}
 	r.lagging = newLagQueue(r.Expectations)
+	r.namespaceTerminating = newPodSetKeys()
 	if err := mgr.Add(r.lagging); err != nil {
 		return err
 	}

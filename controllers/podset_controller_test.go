@@ -64,17 +64,18 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		apiReader = c
 	}
 	return &PodSetReconciler{
-		Client:          c,
-		APIReader:       apiReader,
-		Scheme:          testScheme,
-		Recorder:        events.NewFakeRecorder(100),
-		Expectations:    NewExpectations(DefaultExpectationsTimeout),
-		Pods:            podIndexWith(t, pods),
-		statusPacer:     newStatusPacer(DefaultStatusWriteInterval),
-		strays:          newStrayPods(),
-		cacheChecks:     newPodCacheChecks(),
-		fenced:          newFencedPodSets(),
-		recentRevisions: newRecentRevisions(),
+		Client:               c,
+		APIReader:            apiReader,
+		Scheme:               testScheme,
+		Recorder:             events.NewFakeRecorder(100),
+		Expectations:         NewExpectations(DefaultExpectationsTimeout),
+		Pods:                 podIndexWith(t, pods),
+		statusPacer:          newStatusPacer(DefaultStatusWriteInterval),
+		strays:               newStrayPods(),
+		cacheChecks:          newPodCacheChecks(),
+		fenced:               newFencedPodSets(),
+		recentRevisions:      newRecentRevisions(),
+		namespaceTerminating: newPodSetKeys(),
 	}, c
 }
 
@@ -228,6 +229,14 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent after the namespace was seen terminating")
 	g.Expect(r.Expectations.ExpiresIn(expectationsKey(ps.Namespace, ps.Name, ps.UID))).To(BeZero(), "refused creates are still expected")
+
+	// The namespace controller now deletes the pods, each deletion waking
+	// the PodSet: the namespace cannot come back, and no create is sent.
+	for range 3 {
+		_, err = reconcileOnce(r, ps)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent again in a namespace known to be terminating")
 }
 
 // A scale-down is done once its deletes return: the API server has marked

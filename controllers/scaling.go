@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,8 @@ const (
 // cache; otherwise the cache may still lack pods just created (or still hold
 // pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil {
+	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil ||
+		r.namespaceTerminating.has(s.key) {
 		return nil
 	}
 	s.outcome.attempted = true
@@ -120,6 +122,37 @@ func (r *PodSetReconciler) creationsSkipped(s *podSetScope, n int) {
 	}
 }
 
+// podSetKeys is a set of expectations keys, safe for concurrent use.
+type podSetKeys struct {
+	mu   sync.Mutex
+	keys sets.Set[string]
+}
+
+func newPodSetKeys() *podSetKeys { return &podSetKeys{keys: sets.New[string]()} }
+
+func (k *podSetKeys) insert(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.keys.Insert(key)
+}
+
+func (k *podSetKeys) has(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys.Has(key)
+}
+
+// forget drops the keys of the PodSet namespace/name, whatever its UID.
+func (k *podSetKeys) forget(namespacedName string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key := range k.keys {
+		if strings.HasPrefix(key, namespacedName+"/") {
+			k.keys.Delete(key)
+		}
+	}
+}
+
 // errNamespaceTerminating stops a slow start in a namespace being deleted.
 // Counting those refusals as successes, as the ReplicaSet controller does,
 // sent every create of the step: a PodSet of 1000 pods whose namespace was
@@ -173,7 +206,10 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	made := int(created.Load() + uncertain.Load())
 	if errors.Is(err, errNamespaceTerminating) {
 		// Not a failure to report: the namespace controller deletes
-		// the pods and the PodSet.
+		// the pods and the PodSet. Nor worth another try: every pod it
+		// deletes meanwhile would wake the PodSet into one more refused
+		// create (a create every 100 ms for seconds, in the benchmark).
+		r.namespaceTerminating.insert(s.key)
 		return made, nil
 	}
 	if err != nil {
