@@ -4,9 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // isPodLive reports whether a pod counts towards spec.replicas: it is not
@@ -16,25 +14,6 @@ func isPodLive(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != corev1.PodSucceeded &&
 		pod.Status.Phase != corev1.PodFailed
-}
-
-// withTerminating returns pods with those whose UID is in deleted marked as
-// being deleted at now. The cache's pods are shared and must not change:
-// the marked ones are copies.
-func withTerminating(pods []*corev1.Pod, deleted sets.Set[types.UID], now time.Time) []*corev1.Pod {
-	if deleted.Len() == 0 {
-		return pods
-	}
-	out := make([]*corev1.Pod, len(pods))
-	for i, p := range pods {
-		out[i] = p
-		if p.DeletionTimestamp == nil && deleted.Has(p.UID) {
-			marked := *p
-			marked.DeletionTimestamp = &metav1.Time{Time: now}
-			out[i] = &marked
-		}
-	}
-	return out
 }
 
 // podReadyCondition returns the pod's Ready condition, or nil.

@@ -238,25 +238,3 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 	}
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent again in a namespace known to be terminating")
 }
-
-// A scale-down is done once its deletes return: the API server has marked
-// the pods for deletion. The reconcile that deletes them writes the status
-// that says so, rather than leave it to the reconcile their events bring,
-// which is what kept a PodSet's scale-down behind the ReplicaSet's.
-func TestReconcileThatScalesDownWritesTheSettledStatus(t *testing.T) {
-	g := NewWithT(t)
-	ps := unitPodSet(2)
-	pods := ownedPods(ps, 4)
-	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
-
-	_, err := reconcileOnce(r, ps)
-
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podsIn(g, c)).To(HaveLen(2))
-	status := statusOf(g, c, ps)
-	g.Expect(status.Replicas).To(Equal(int32(2)))
-	g.Expect(status.AvailableReplicas).To(Equal(int32(2)))
-	g.Expect(status.PodNames).To(HaveLen(2))
-	g.Expect(pods[0].DeletionTimestamp).To(BeNil(), "a cached pod was changed")
-	g.Expect(pods[3].DeletionTimestamp).To(BeNil(), "a cached pod was changed")
-}

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -67,14 +66,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 
 	// Deletions go first and are waited for, so that a step's creations
 	// never push the live pods past replicas + maxSurge, not even briefly.
-	err = r.deletePods(ctx, s, step.victims)
-	// The pods the API server has marked for deletion (or no longer has)
-	// are not live any more, whatever the cache still says: the status
-	// written by this reconcile counts them out, so that a scale-down is
-	// reported done with its deletes rather than a round of pod events
-	// later.
-	s.pods = withTerminating(s.pods, s.outcome.deleted, time.Now())
-	if err != nil {
+	if err := r.deletePods(ctx, s, step.victims); err != nil {
 		r.creationsSkipped(s, creations)
 		s.outcome.err, s.outcome.failureReason = err, ReasonFailedDelete
 		return err
@@ -228,7 +220,6 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 		return nil
 	}
 	ps := s.podSet
-	s.outcome.deleted = sets.New[types.UID]()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -257,11 +248,9 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 			switch {
 			case err == nil:
 				deleted++
-				s.outcome.deleted.Insert(pod.UID)
 				podDeletes.WithLabelValues("deleted").Inc()
 			case apierrors.IsNotFound(err):
 				// Already gone: its event may have come before we expected it.
-				s.outcome.deleted.Insert(pod.UID)
 				podDeletes.WithLabelValues("gone").Inc()
 				r.Expectations.DeletionObserved(s.key, pod.UID)
 			default:

@@ -8,8 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
+
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -40,8 +39,6 @@ type scaleOutcome struct {
 	attempted bool
 	// issued is how many pod creations and deletions succeeded.
 	issued int
-	// deleted are the pods whose deletes succeeded or found them gone.
-	deleted sets.Set[types.UID]
 	// failureReason and err describe the first failed write, if any.
 	failureReason string
 	err           error
