@@ -238,3 +238,15 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 	}
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent again in a namespace known to be terminating")
 }
+
+func TestPodSetKeysForgetsEveryUIDOfAPodSet(t *testing.T) {
+	g := NewWithT(t)
+	k := newPodSetKeys()
+	k.insert(expectationsKey("ns", "web", "uid-1"))
+	k.insert(expectationsKey("ns", "web", "uid-2"))
+	k.insert(expectationsKey("ns", "web-2", "uid-3"))
+	k.forget("ns/web")
+	g.Expect(k.has(expectationsKey("ns", "web", "uid-1"))).To(BeFalse())
+	g.Expect(k.has(expectationsKey("ns", "web", "uid-2"))).To(BeFalse())
+	g.Expect(k.has(expectationsKey("ns", "web-2", "uid-3"))).To(BeTrue(), "a namesake prefix was forgotten")
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,11 +137,7 @@ func (k *podSetKeys) has(key string) bool {
 func (k *podSetKeys) forget(namespacedName string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for key := range k.keys {
-		if strings.HasPrefix(key, namespacedName+"/") {
-			k.keys.Delete(key)
-		}
-	}
+	deletePodSetKeys(k.keys, namespacedName)
 }
 
 // errNamespaceTerminating stops a slow start in a namespace being deleted.
