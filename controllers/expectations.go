@@ -55,6 +55,11 @@ type expectation struct {
 	uncertainUntil time.Time
 }
 
+// pending reports whether some expected write has not been observed yet.
+func (exp *expectation) pending() bool {
+	return exp.creations > 0 || exp.deletions.Len() > 0
+}
+
 // UncertainCreationTimeout bounds the blind wait for a pod whose create
 // failed without saying whether the pod was made (the connection broke, the
 // request timed out). If it was made, its event comes with the next watch or
@@ -138,7 +143,7 @@ func (e *Expectations) creationObservedLocked(key string) (fulfilled bool) {
 	if exp, ok := e.items[key]; ok && exp.creations > 0 {
 		exp.creations--
 		e.progressedLocked(exp)
-		return exp.creations == 0 && exp.deletions.Len() == 0
+		return !exp.pending()
 	}
 	return false
 }
@@ -164,7 +169,7 @@ func (e *Expectations) DeletionObserved(key string, uid types.UID) (fulfilled bo
 	if exp, ok := e.items[key]; ok && exp.deletions.Has(uid) {
 		exp.deletions.Delete(uid)
 		e.progressedLocked(exp)
-		return exp.creations <= 0 && exp.deletions.Len() == 0
+		return !exp.pending()
 	}
 	return false
 }
@@ -200,8 +205,7 @@ func (e *Expectations) Lagging(key string) bool {
 }
 
 func (e *Expectations) laggingLocked(exp *expectation, now time.Time) bool {
-	pending := exp.creations > 0 || exp.deletions.Len() > 0
-	return pending && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout
+	return exp.pending() && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout
 }
 
 // TakeLagging returns the keys that have become Lagging since they were
@@ -235,7 +239,7 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.items[key]
-	if !ok || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+	if !ok || !exp.pending() {
 		return 0
 	}
 	now := e.now()
@@ -252,7 +256,7 @@ func (e *Expectations) Expired(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.items[key]
-	if !ok || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+	if !ok || !exp.pending() {
 		return false
 	}
 	return e.now().Sub(exp.setAt) >= e.timeout
@@ -266,7 +270,7 @@ func (e *Expectations) Doubtful(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.items[key]
-	if !ok || exp.uncertainUntil.IsZero() || (exp.creations <= 0 && exp.deletions.Len() == 0) {
+	if !ok || exp.uncertainUntil.IsZero() || !exp.pending() {
 		return false
 	}
 	now := e.now()
