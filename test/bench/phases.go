@@ -36,6 +36,49 @@ func waitUntil(ctx context.Context, timeout time.Duration, what string, cond fun
 
 func secs(d time.Duration) float64 { return d.Seconds() }
 
+// downProfileSeconds is how much of a scale-down is profiled: the longest
+// measured scale-down at 1x1000 and 100x10 is under 3 s.
+const downProfileSeconds = 3
+
+// profiles are profiles being taken in the background.
+type profiles struct{ done []chan error }
+
+func (p *profiles) start(f func() error) {
+	c := make(chan error, 1)
+	p.done = append(p.done, c)
+	go func() { c <- f() }()
+}
+
+// wait returns once every profile is saved, with their errors.
+func (p *profiles) wait() error {
+	var errs []error
+	for _, c := range p.done {
+		errs = append(errs, <-c)
+	}
+	return errors.Join(errs...)
+}
+
+// startDownProfiles starts the scale-down's profiles when -profile-dir is set:
+// the API server's CPU (both kinds), and for PodSets the operator's CPU and
+// execution trace. The profilers get a moment to start before the clock.
+func (b *bench) startDownProfiles(ctx context.Context, isPodSet bool, base string) *profiles {
+	p := &profiles{}
+	if b.opts.profileDir == "" {
+		return p
+	}
+	p.start(func() error { return b.apiserverProfile(ctx, downProfileSeconds, base+"-down-apiserver-cpu.pprof") })
+	if isPodSet {
+		p.start(func() error {
+			return b.op.profile(fmt.Sprintf("profile?seconds=%d", downProfileSeconds), base+"-down-operator-cpu.pprof")
+		})
+		p.start(func() error {
+			return b.op.profile(fmt.Sprintf("trace?seconds=%d", downProfileSeconds), base+"-down-operator.trace")
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	return p
+}
+
 // apiserverProfile saves a CPU profile of the API server (its /debug/pprof,
 // open to the cluster-admin identity the benchmark uses).
 func (b *bench) apiserverProfile(ctx context.Context, seconds int, path string) error {
@@ -159,6 +202,11 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	// Scale every owner down by half (1 → 0).
 	down := res.Replicas / 2
 	wantLive := res.Owners * down
+	// Profiles of the scale-down's first seconds: CPU of the operator
+	// (PodSet phases) and of the API server, and the operator's execution
+	// trace, which shows where a reconcile waits between its writes
+	// (network, scheduler, locks; `go tool trace -pprof=net|sched|sync`).
+	downProfiles := b.startDownProfiles(ctx, isPodSet, profileBase)
 	start = time.Now()
 	pw.expectScaleDown(start, wantLive)
 	ow.expect(start, res.Owners, int64(down))
@@ -171,6 +219,9 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 		return err
 	}
 	res.ScaleDownS = secs(max(pw.counts().liveReached, ow.caughtUpAfter()))
+	if err := downProfiles.wait(); err != nil {
+		logf("profiling the scale-down: %v", err)
+	}
 	time.Sleep(settle)
 	downWindow := &window{from: start, to: time.Now()}
 	after, err := b.op.scrape()
@@ -214,8 +265,9 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	return nil
 }
 
-// directPhase creates pods with no controller: the floor every controller's
-// "all created" and "all Ready" times sit on. With owners (a shape of more
+// directPhase creates pods with no controller, then deletes half of them: the
+// floor every controller's "all created", "all Ready" and "scale down by
+// half" times sit on. With owners (a shape of more
 // than one owner), the client creates each owner too, a ConfigMap, and then
 // its pods, each with an ownerReference to it: the floor of that shape, whose
 // owners a controller cannot act on before they exist.
@@ -251,14 +303,36 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 			return err
 		}
 		c := pw.counts()
-		res.AllCreatedS, res.AllReadyS, res.MaxLive, res.Created = secs(c.allCreated), secs(c.allReady), c.maxLive, c.created
+		res.AllCreatedS, res.AllReadyS = secs(c.allCreated), secs(c.allReady)
+
+		// The scale-down's floor: half the pods deleted by a client with no
+		// decision to make, every delete sent at once as both controllers
+		// send a step's deletes (after a write to each owner, standing for
+		// the spec patch a controller acts on).
+		time.Sleep(settle)
+		start = time.Now()
+		wantLive := pods - pods/2
+		del := func() error { return deletePodsDirectly(ctx, b.cs, ns, "direct", pods) }
+		if owners {
+			wantLive = s.owners * (s.replicas / 2)
+			del = func() error { return deleteOwnedPodsDirectly(ctx, b.cs, ns, s) }
+		}
+		pw.expectScaleDown(start, wantLive)
+		if err := del(); err != nil {
+			return err
+		}
+		if err := waitUntil(ctx, b.opts.phaseTimeout, "scale-down", func() bool { return pw.counts().liveReached > 0 }); err != nil {
+			return err
+		}
+		c = pw.counts()
+		res.ScaleDownS, res.MaxLive, res.Created = secs(c.liveReached), c.maxLive, c.created
 		return nil
 	}()
 	if err != nil {
 		res.Error = err.Error()
 		logf("direct %s run %d: ERROR %v", res.Shape, run, err)
 	} else {
-		logf("direct %s run %d: created %.2fs ready %.2fs", res.Shape, run, res.AllCreatedS, res.AllReadyS)
+		logf("direct %s run %d: created %.2fs ready %.2fs down %.2fs", res.Shape, run, res.AllCreatedS, res.AllReadyS, res.ScaleDownS)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()

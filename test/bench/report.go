@@ -157,7 +157,7 @@ var figures = []struct {
 	{"all pods created (s)", func(p phaseResult) float64 { return p.AllCreatedS }, true, true},
 	{"all pods Ready (s)", func(p phaseResult) float64 { return p.AllReadyS }, true, true},
 	{"status caught up (s)", func(p phaseResult) float64 { return p.StatusS }, true, false},
-	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, false},
+	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, true},
 	{"per owner: owner seen to its first pod, median (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodMedianS }, true, false},
 	{"per owner: owner seen to its first pod, p90 (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodP90S }, true, false},
 	{"per owner: first pod to last pod, median (s)", func(p phaseResult) float64 { return p.FirstToLastPodMedianS }, true, false},

@@ -203,6 +203,52 @@ func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns st
 	})
 }
 
+// deletePodsDirectly deletes every other pod of createPodsDirectly's, half
+// of them, all at once: the 500 deletes of a 1x1000 scale-down leave a
+// controller in one step, and no controller can send them sooner.
+func deletePodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int) error {
+	names := make([]string, 0, pods/2)
+	for i := 0; i < pods/2; i++ {
+		names = append(names, fmt.Sprintf("%s-%05d", prefix, 2*i))
+	}
+	return deleteAtOnce(ctx, cs, ns, names)
+}
+
+// deleteOwnedPodsDirectly writes to each of createOwnedPodsDirectly's owners
+// (an annotation: the spec patch a controller would act on) and then deletes
+// the pods a scale-down from replicas to replicas/2 deletes, at once,
+// clientParallelism owners at a time.
+func deleteOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape) error {
+	patch := []byte(`{"metadata":{"annotations":{"bench.podset.example.com/scaled":"down"}}}`)
+	return parallel(ctx, s.owners, func(ctx context.Context, i int) error {
+		owner := fmt.Sprintf("owner-%05d", i)
+		if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, owner, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		names := make([]string, 0, s.replicas-s.replicas/2)
+		for j := 0; j < s.replicas-s.replicas/2; j++ {
+			names = append(names, fmt.Sprintf("%s-%03d", owner, j))
+		}
+		return deleteAtOnce(ctx, cs, ns, names)
+	})
+}
+
+// deleteAtOnce deletes the named pods, one request each, all in flight at
+// once.
+func deleteAtOnce(ctx context.Context, cs kubernetes.Interface, ns string, names []string) error {
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		go func() { errs <- cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}) }()
+	}
+	var first error
+	for range names {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // directPod is the benchmark's pod, named name, as a client without a
 // controller creates it.
 func directPod(name string, labels map[string]string) *corev1.Pod {
