@@ -152,6 +152,12 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	if !paused && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
+	if r.background.holdWhileSending(s.key) {
+		// The PodSet's own deletes are still on their way: the API
+		// server's pods are no truer than the cache yet.
+		s.waitForPodCache = true
+		return nil
+	}
 	live := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, live, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)

@@ -7,7 +7,8 @@
 // package revision), rolling_update.go (what one step creates and deletes;
 // the arithmetic is in package rollout), scaling.go (creating and deleting
 // pods under expectations.go), slow_start.go, deletion_ranking.go,
-// pod_template.go (what a pod looks like), status.go (what the status says),
+// background_deletions.go (steps that only delete, sent without holding a
+// worker), pod_template.go (what a pod looks like), status.go (what the status says),
 // status_pacing.go (when it is written), pod_events.go (which pod events wake
 // which PodSet), cache_options.go (what the manager caches), and
 // leader_fence.go with leader_fence_transport.go (what keeps a leader resumed
@@ -97,6 +98,9 @@ type PodSetReconciler struct {
 	namespaceTerminating *podSetKeys
 	recentRevisions      *recentRevisions
 	podWriteSlots        writeSlots
+	// background sends the deletes of steps that only delete, without
+	// holding a worker; nil sends them all in the reconcile.
+	background *backgroundDeletions
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -167,6 +171,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.cacheChecks.forget(req.String())
 			r.recentRevisions.forgetPodSet(req.String())
 			r.namespaceTerminating.forget(req.String())
+			r.background.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -312,6 +317,10 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	}
 	r.recentRevisions = newRecentRevisions()
 	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
+	r.background = newBackgroundDeletions()
+	if err := mgr.Add(r.background); err != nil {
+		return err
+	}
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
@@ -338,6 +347,9 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		WatchesRawSource(source.Channel(r.fenced.wake, &handler.EnqueueRequestForObject{})).
 		// The PodSets whose awaited pod events lag (lagging_podsets.go).
 		WatchesRawSource(source.Channel(r.lagging.wake, &handler.EnqueueRequestForObject{})).
+		// The PodSets whose deletes sent in the background failed
+		// (background_deletions.go).
+		WatchesRawSource(source.Channel(r.background.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Named("podset").
 		Complete(r)

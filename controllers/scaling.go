@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -39,8 +40,17 @@ const (
 // cache; otherwise the cache may still lack pods just created (or still hold
 // pods just deleted) and acting on it would overshoot.
 func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.podSetGone || s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil ||
-		r.namespaceTerminating.has(s.key) {
+	if s.podSet.DeletionTimestamp != nil || s.podSetGone {
+		return nil
+	}
+	// Deletes an earlier step sent in the background failed: reported and
+	// retried (after the backoff) as if that step had waited for them.
+	if err := r.background.takeFailure(s.key); err != nil {
+		s.outcome.attempted = true
+		s.outcome.err, s.outcome.failureReason = err, ReasonFailedDelete
+		return err
+	}
+	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || r.namespaceTerminating.has(s.key) {
 		return nil
 	}
 	s.outcome.attempted = true
@@ -60,6 +70,12 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
 	r.Expectations.Expect(s.key, creations, podUIDs(step.victims))
+	if creations == 0 && len(step.victims) > 0 {
+		if bg := r.background.context(); bg != nil {
+			r.deletePodsInBackground(ctx, bg, s, step.victims)
+			return nil
+		}
+	}
 	// Their events lag from the moment the last of them returned.
 	defer r.Expectations.WritesReturned(s.key)
 
@@ -208,13 +224,42 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	return made, nil
 }
 
-// deletePods deletes the victims in parallel; the caller has expected their
-// deletions.
+// deletePods deletes the victims in parallel and waits for them; the caller
+// has expected their deletions.
 func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod) error {
 	if len(victims) == 0 {
 		return nil
 	}
-	ps := s.podSet
+	deleted, err := r.sendDeletes(ctx, ctx, s.podSet, s.key, victims)()
+	s.outcome.issued += deleted
+	r.deletesAnswered(ctx, s.podSet, deleted)
+	return err
+}
+
+// deletePodsInBackground sends the victims' deletes under ctx bg and returns
+// at once (see background_deletions.go); the caller has expected their
+// deletions. The step counts as nothing tried for the ReplicaFailure
+// condition (the last verdict stands until the deletes are answered), and
+// as writes made for status pacing: their events bring the reconcile that
+// writes the status.
+func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *podSetScope, victims []*corev1.Pod) {
+	bg = logf.IntoContext(bg, logf.FromContext(ctx))
+	ps, key := s.podSet, s.key
+	wait := r.sendDeletes(ctx, bg, ps, key, victims)
+	s.outcome.attempted = false
+	s.outcome.sent += len(victims)
+	r.background.run(key, wait, func(deleted int, _ error) {
+		r.Expectations.WritesReturned(key)
+		r.deletesAnswered(bg, ps, deleted)
+	})
+}
+
+// sendDeletes takes a pod write slot for each victim under ctx, waiting
+// while the operator has DefaultPodWritesInFlight writes out, and sends its
+// delete under send; the returned function waits for every answer and
+// returns how many pods were deleted and the first failure. A delete that is
+// not sent or fails is no longer expected.
+func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha1.PodSet, key string, victims []*corev1.Pod) func() (int, error) {
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -225,7 +270,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 		if err := r.podWriteSlots.take(ctx); err != nil {
 			// The manager is stopping: this deletion is not sent.
 			mu.Lock()
-			r.Expectations.DeletionObserved(s.key, pod.UID)
+			r.Expectations.DeletionObserved(key, pod.UID)
 			errs = append(errs, err)
 			mu.Unlock()
 			continue
@@ -236,7 +281,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 			if err == nil {
 				// The UID precondition keeps a namesake created
 				// meanwhile safe.
-				err = r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+				err = r.Delete(send, pod, client.Preconditions{UID: &pod.UID})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -247,25 +292,30 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 			case apierrors.IsNotFound(err):
 				// Already gone: its event may have come before we expected it.
 				podDeletes.WithLabelValues("gone").Inc()
-				r.Expectations.DeletionObserved(s.key, pod.UID)
+				r.Expectations.DeletionObserved(key, pod.UID)
 			default:
 				podDeletes.WithLabelValues("failed").Inc()
-				r.Expectations.DeletionObserved(s.key, pod.UID)
+				r.Expectations.DeletionObserved(key, pod.UID)
 				r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "%s", eventNote("Error deleting pod "+pod.Name+": "+err.Error()))
 				errs = append(errs, err)
 			}
 		})
 	}
-	wg.Wait()
-	s.outcome.issued += deleted
+	return func() (int, error) {
+		wg.Wait()
+		if len(errs) > 0 {
+			return deleted, fmt.Errorf("deleting pods: %w", errs[0])
+		}
+		return deleted, nil
+	}
+}
+
+// deletesAnswered logs and records the deletes of a step once answered.
+func (r *PodSetReconciler) deletesAnswered(ctx context.Context, ps *appv1alpha1.PodSet, deleted int) {
 	if deleted > 0 {
 		logf.FromContext(ctx).V(1).Info("deleted pods", "count", deleted)
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted %d pods", deleted)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("deleting pods: %w", errs[0])
-	}
-	return nil
 }
 
 // maxEventNote is the longest note the events.k8s.io API accepts.

@@ -39,6 +39,9 @@ type scaleOutcome struct {
 	attempted bool
 	// issued is how many pod creations and deletions succeeded.
 	issued int
+	// sent is how many deletions were sent in the background, their
+	// answers not awaited (background_deletions.go).
+	sent int
 	// failureReason and err describe the first failed write, if any.
 	failureReason string
 	err           error

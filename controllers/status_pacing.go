@@ -22,7 +22,7 @@ const DefaultStatusWriteInterval = time.Second
 // status write per scaling step, and a custom resource's status, with its
 // list of pod names, is the API server's costliest write of the operator.
 func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scaleOutcome) bool {
-	if outcome.issued == 0 || outcome.err != nil {
+	if outcome.issued+outcome.sent == 0 || outcome.err != nil {
 		return false
 	}
 	return !replicaFailureFlips(current, computed)

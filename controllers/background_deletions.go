@@ -1,0 +1,183 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// A scaling step that only deletes pods does not wait for its deletes to
+// return: it sends them and frees its worker.
+//
+// Waiting bought nothing. The expectations, set before the first delete
+// leaves, already keep the PodSet from acting again until every deletion is
+// seen in the cache, and nothing else in the reconcile depends on the
+// answers (the status they would change is written by the reconcile their
+// watch events bring). But a worker held for the deletes' round trip is a
+// worker no other PodSet can have: when a hundred PodSets were scaled down at
+// once, each reconcile held its worker for the 0.1–0.2 s a loaded API server
+// took to answer its deletes, and the last PodSets waited over a second in
+// the queue before their first delete left (docs/benchmarks.md, sessions 15
+// and 16), while a client sending the same deletes with nothing to decide
+// was done in a third of the time.
+//
+// A step that also creates still waits for its deletes first, so that its
+// creations never push the live pods past replicas + maxSurge.
+//
+// What a waiting step did with the answers, the background does when they
+// are in: it records that the writes returned (the lag check's clock), the
+// SuccessfulDelete event, and the first failure, which it hands to the
+// PodSet's next reconcile (queued at once) to report and retry as a step that
+// had waited would have. Deletes are still bounded by the pod write slots,
+// taken by the reconcile before it lets go of them, so a flood of PodSets
+// cannot pile up requests in memory.
+//
+// The deletes run under the context of this runnable, which is canceled at
+// shutdown, and the runnable returns only once every delete is answered: the
+// manager releases the lease after its leader-election runnables have
+// returned, so no delete of this replica is still on its way when another
+// replica may start to lead.
+type backgroundDeletions struct {
+	mu  sync.Mutex
+	ctx context.Context
+	// failures is the first error of each PodSet's last background step
+	// that failed, not yet reported, by expectations key.
+	failures map[string]error
+	// sending counts each PodSet's background steps not yet answered, and
+	// held marks those whose reconcile held back a cache check meanwhile.
+	sending  map[string]int
+	held     map[string]bool
+	inFlight sync.WaitGroup
+	// wake is the channel source that queues a PodSet whose background
+	// deletes failed, or whose held-back cache check may now run
+	// (SetupWithManager): no watch event will.
+	wake chan event.GenericEvent
+}
+
+func newBackgroundDeletions() *backgroundDeletions {
+	return &backgroundDeletions{
+		failures: map[string]error{},
+		sending:  map[string]int{},
+		held:     map[string]bool{},
+		wake:     make(chan event.GenericEvent, 1024),
+	}
+}
+
+// Start makes background deletes possible until ctx ends, then waits for
+// the ones in flight.
+func (b *backgroundDeletions) Start(ctx context.Context) error {
+	b.mu.Lock()
+	b.ctx = ctx
+	b.mu.Unlock()
+	<-ctx.Done()
+	b.inFlight.Wait()
+	return nil
+}
+
+// NeedLeaderElection: only the leader writes.
+func (b *backgroundDeletions) NeedLeaderElection() bool { return true }
+
+// context is the context background deletes run under; nil before Start,
+// and then a step waits for its deletes as any other does.
+func (b *backgroundDeletions) context() context.Context {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ctx
+}
+
+// run calls wait in the background for key's step, and then done with its
+// result. A PodSet whose cache check was held back meanwhile is queued.
+func (b *backgroundDeletions) run(key string, wait func() (int, error), done func(deleted int, err error)) {
+	b.mu.Lock()
+	b.sending[key]++
+	b.mu.Unlock()
+	b.inFlight.Add(1)
+	go func() {
+		defer b.inFlight.Done()
+		deleted, err := wait()
+		done(deleted, err)
+		b.mu.Lock()
+		if b.sending[key]--; b.sending[key] <= 0 {
+			delete(b.sending, key)
+		}
+		if err != nil && b.failures[key] == nil {
+			b.failures[key] = err
+		}
+		requeue := err != nil || (b.held[key] && b.sending[key] == 0)
+		if requeue {
+			delete(b.held, key)
+		}
+		ctx := b.ctx
+		b.mu.Unlock()
+		if requeue {
+			b.queue(ctx, key)
+		}
+	}()
+}
+
+// holdWhileSending reports whether key has background deletes not yet
+// answered. Those may not have reached the API server: a list of its pods
+// would still show the victims live, and a cache check acting on it would
+// delete more. The check is held back, and the PodSet queued again once
+// the deletes are answered.
+func (b *backgroundDeletions) holdWhileSending(key string) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sending[key] == 0 {
+		return false
+	}
+	b.held[key] = true
+	return true
+}
+
+// queue queues the PodSet of key: no watch event will.
+func (b *backgroundDeletions) queue(ctx context.Context, key string) {
+	// key is namespace/name/uid (expectationsKey); names hold no '/'.
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) != 3 {
+		return
+	}
+	ev := event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	select {
+	case b.wake <- ev:
+	case <-done:
+	}
+}
+
+// takeFailure returns, once, the failure of key's background deletes.
+func (b *backgroundDeletions) takeFailure(key string) error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.failures[key]
+	delete(b.failures, key)
+	return err
+}
+
+// forget drops what is recorded for the PodSet namespace/name.
+func (b *backgroundDeletions) forget(namespacedName string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	deletePodSetKeys(b.failures, namespacedName)
+	deletePodSetKeys(b.held, namespacedName)
+}

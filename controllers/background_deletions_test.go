@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// startBackground gives r running background deletions, stopped (and
+// waited for) at the end of the test.
+func startBackground(t *testing.T, r *PodSetReconciler) *backgroundDeletions {
+	t.Helper()
+	b := newBackgroundDeletions()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = b.Start(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-stopped })
+	NewWithT(t).Eventually(b.context).ShouldNot(BeNil())
+	r.background = b
+	return b
+}
+
+// heldDeletes makes r's pod deletes wait until release is closed, failing
+// those of the pods named in fail; sent counts the deletes that arrived.
+type heldDeletes struct {
+	release chan struct{}
+	sent    atomic.Int32
+	fail    map[string]bool
+}
+
+func holdDeletes(r *PodSetReconciler, c client.Client, fail ...string) *heldDeletes {
+	h := &heldDeletes{release: make(chan struct{}), fail: map[string]bool{}}
+	for _, name := range fail {
+		h.fail[name] = true
+	}
+	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			h.sent.Add(1)
+			<-h.release
+			if h.fail[obj.GetName()] {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("denied by a webhook"))
+			}
+			return cl.Delete(ctx, obj, opts...)
+		},
+	})
+	return h
+}
+
+// reconcileReturns runs one reconcile and fails the test unless it returns
+// within a few seconds.
+func reconcileReturns(g Gomega, r *PodSetReconciler, ps *appv1alpha1.PodSet) error {
+	var (
+		once sync.Once
+		err  error
+	)
+	done := make(chan struct{})
+	go func() {
+		_, e := reconcileOnce(r, ps)
+		once.Do(func() { err = e })
+		close(done)
+	}()
+	g.Eventually(done, 5*time.Second).Should(BeClosed(), "the reconcile did not return")
+	return err
+}
+
+// A step that only deletes frees its worker before its deletes are
+// answered; the expectations keep the PodSet from acting until they are
+// seen, and the answers are recorded when they come.
+func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(2)
+	pods := ownedPods(ps, 5)
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	b := startBackground(t, r)
+	held := holdDeletes(r, c)
+
+	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+
+	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the three deletions are expected")
+	g.Expect(r.Expectations.Lagging(key)).To(BeFalse())
+
+	close(held.release)
+	b.inFlight.Wait()
+	g.Expect(podsIn(g, c)).To(HaveLen(2))
+	g.Expect(r.Recorder.(*events.FakeRecorder).Events).To(Receive(ContainSubstring("Deleted 3 pods")))
+	g.Consistently(b.wake, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
+}
+
+// A step that also creates still waits for its deletes, so that its
+// creations never push the live pods past replicas + maxSurge.
+func TestAStepThatAlsoCreatesWaitsForItsDeletes(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(4)
+	pods := ownedPods(ps, 4)
+	// A new image, no surge: a rolling step deletes an old pod and
+	// creates its replacement.
+	ps.Spec.Image = "quay.io/example/app:2"
+	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+	}
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	startBackground(t, r)
+	held := holdDeletes(r, c)
+	done := make(chan struct{})
+	go func() {
+		_, _ = reconcileOnce(r, ps)
+		close(done)
+	}()
+
+	g.Eventually(held.sent.Load).Should(BeEquivalentTo(1))
+	g.Consistently(done, 200*time.Millisecond).ShouldNot(BeClosed(), "the reconcile returned before its delete was answered")
+	close(held.release)
+	g.Eventually(done).Should(BeClosed())
+	g.Expect(podsIn(g, c)).To(HaveLen(4), "an old pod deleted, its replacement created")
+}
+
+// A background delete that fails wakes its PodSet, whose next reconcile
+// reports it (ReplicaFailure) and returns it for the backoff, once.
+func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(2)
+	pods := ownedPods(ps, 5)
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	b := startBackground(t, r)
+	held := holdDeletes(r, c, pods[4].Name)
+	close(held.release)
+
+	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+	g.Eventually(b.wake).Should(Receive())
+
+	err := reconcileReturns(g, r, ps)
+	g.Expect(err).To(MatchError(ContainSubstring("denied by a webhook")))
+	failure := meta.FindStatusCondition(statusOf(g, c, ps).Conditions, appv1alpha1.ConditionReplicaFailure)
+	g.Expect(failure).NotTo(BeNil())
+	g.Expect(failure.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(failure.Reason).To(Equal(ReasonFailedDelete))
+	g.Expect(reconcileReturns(g, r, ps)).To(Succeed(), "the failure is reported once")
+}
+
+// While a PodSet's deletes are on their way, its cache check waits: the API
+// server may not have them yet, and acting on its list would delete more
+// pods. The PodSet is queued again once they are answered.
+func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(2)
+	pods := ownedPods(ps, 5)
+	lists := &countingReader{}
+	r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
+	lists.Reader = c
+	clock := time.Now()
+	r.Expectations.now = func() time.Time { return clock }
+	b := startBackground(t, r)
+	held := holdDeletes(r, c)
+
+	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
+	// The deletes take long enough for their events to count as lagging.
+	clock = clock.Add(ExpectationsLagThreshold)
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	g.Expect(r.Expectations.Lagging(key)).To(BeTrue())
+
+	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+	g.Expect(lists.lists.Load()).To(BeZero(), "the API server's pods were listed while the deletes were on their way")
+	g.Expect(held.sent.Load()).To(BeEquivalentTo(3))
+
+	close(held.release)
+	g.Eventually(b.wake).Should(Receive())
+	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
+}
+
+// countingReader counts the pod lists read through it.
+type countingReader struct {
+	client.Reader
+	lists atomic.Int32
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.PodList); ok {
+		r.lists.Add(1)
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
