@@ -50,8 +50,10 @@ type backgroundDeletions struct {
 	failures map[string]error
 	// sending counts each PodSet's background steps not yet answered, and
 	// held marks those whose reconcile held back a cache check meanwhile.
-	sending  map[string]int
-	held     map[string]bool
+	sending map[string]int
+	held    map[string]bool
+	// stopped is set once Start's context has ended.
+	stopped  bool
 	inFlight sync.WaitGroup
 	// wake is the channel source that queues a PodSet whose background
 	// deletes failed, or whose held-back cache check may now run
@@ -75,6 +77,11 @@ func (b *backgroundDeletions) Start(ctx context.Context) error {
 	b.ctx = ctx
 	b.mu.Unlock()
 	<-ctx.Done()
+	// No background step starts from now on (run adds to inFlight
+	// under the same lock), so the wait below sees them all.
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
 	b.inFlight.Wait()
 	return nil
 }
@@ -90,6 +97,9 @@ func (b *backgroundDeletions) context() context.Context {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.stopped {
+		return nil
+	}
 	return b.ctx
 }
 
@@ -97,9 +107,16 @@ func (b *backgroundDeletions) context() context.Context {
 // result. A PodSet whose cache check was held back meanwhile is queued.
 func (b *backgroundDeletions) run(key string, wait func() (int, error), done func(deleted int, err error)) {
 	b.mu.Lock()
+	if b.stopped {
+		// Shutting down: the step waits as any other, its reconcile's
+		// context canceled like this one's.
+		b.mu.Unlock()
+		done(wait())
+		return
+	}
 	b.sending[key]++
-	b.mu.Unlock()
 	b.inFlight.Add(1)
+	b.mu.Unlock()
 	go func() {
 		defer b.inFlight.Done()
 		deleted, err := wait()
