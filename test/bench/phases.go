@@ -100,8 +100,8 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs; max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB",
-			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB)
+		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB",
+			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
@@ -218,7 +218,8 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	}); err != nil {
 		return err
 	}
-	res.ScaleDownS = secs(max(pw.counts().liveReached, ow.caughtUpAfter()))
+	res.ScaleDownPodsS, res.ScaleDownStatusS = secs(pw.counts().liveReached), secs(ow.caughtUpAfter())
+	res.ScaleDownS = max(res.ScaleDownPodsS, res.ScaleDownStatusS)
 	if err := downProfiles.wait(); err != nil {
 		logf("profiling the scale-down: %v", err)
 	}
@@ -326,6 +327,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		}
 		c = pw.counts()
 		res.ScaleDownS, res.MaxLive, res.Created = secs(c.liveReached), c.maxLive, c.created
+		res.ScaleDownPodsS = res.ScaleDownS
 		return nil
 	}()
 	if err != nil {

@@ -36,6 +36,10 @@ type phaseResult struct {
 	AllReadyS      float64 `json:"allReadySeconds"`
 	StatusS        float64 `json:"statusCaughtUpSeconds,omitempty"`
 	ScaleDownS     float64 `json:"scaleDownSeconds,omitempty"`
+	// The scale-down's two parts: until the pods left live are the
+	// target, and until the status says so (ScaleDownS is the later).
+	ScaleDownPodsS   float64 `json:"scaleDownPodsSeconds,omitempty"`
+	ScaleDownStatusS float64 `json:"scaleDownStatusSeconds,omitempty"`
 
 	// The scale-up per owner (traceOwners): from the owner's first sight
 	// to its first pod's, and from its first pod to its last; medians and
@@ -158,6 +162,8 @@ var figures = []struct {
 	{"all pods Ready (s)", func(p phaseResult) float64 { return p.AllReadyS }, true, true},
 	{"status caught up (s)", func(p phaseResult) float64 { return p.StatusS }, true, false},
 	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, true},
+	{"scale down: pods left live reached (s)", func(p phaseResult) float64 { return p.ScaleDownPodsS }, true, true},
+	{"scale down: status caught up (s)", func(p phaseResult) float64 { return p.ScaleDownStatusS }, true, false},
 	{"per owner: owner seen to its first pod, median (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodMedianS }, true, false},
 	{"per owner: owner seen to its first pod, p90 (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodP90S }, true, false},
 	{"per owner: first pod to last pod, median (s)", func(p phaseResult) float64 { return p.FirstToLastPodMedianS }, true, false},
