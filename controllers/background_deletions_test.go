@@ -40,16 +40,23 @@ func startBackground(t *testing.T, r *PodSetReconciler) *backgroundDeletions {
 	return b
 }
 
-// heldDeletes makes r's pod deletes wait until release is closed, failing
+// heldDeletes makes r's pod deletes wait until free is called, failing
 // those of the pods named in fail; sent counts the deletes that arrived.
 type heldDeletes struct {
 	release chan struct{}
+	once    sync.Once
 	sent    atomic.Int32
 	fail    map[string]bool
 }
 
-func holdDeletes(r *PodSetReconciler, c client.Client, fail ...string) *heldDeletes {
+// free lets the held deletes go.
+func (h *heldDeletes) free() { h.once.Do(func() { close(h.release) }) }
+
+// holdDeletes holds r's pod deletes until free is called, or the test ends
+// (a test that failed first must not leave its cleanup waiting for them).
+func holdDeletes(t *testing.T, r *PodSetReconciler, c client.Client, fail ...string) *heldDeletes {
 	h := &heldDeletes{release: make(chan struct{}), fail: map[string]bool{}}
+	t.Cleanup(h.free)
 	for _, name := range fail {
 		h.fail[name] = true
 	}
@@ -92,7 +99,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	pods := ownedPods(ps, 5)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	b := startBackground(t, r)
-	held := holdDeletes(r, c)
+	held := holdDeletes(t, r, c)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 
@@ -101,7 +108,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the three deletions are expected")
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse())
 
-	close(held.release)
+	held.free()
 	b.inFlight.Wait()
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
 	g.Expect(r.Recorder.(*events.FakeRecorder).Events).To(Receive(ContainSubstring("Deleted 3 pods")))
@@ -122,7 +129,7 @@ func TestAStepThatAlsoCreatesWaitsForItsDeletes(t *testing.T) {
 	}
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	startBackground(t, r)
-	held := holdDeletes(r, c)
+	held := holdDeletes(t, r, c)
 	done := make(chan struct{})
 	go func() {
 		_, _ = reconcileOnce(r, ps)
@@ -131,7 +138,7 @@ func TestAStepThatAlsoCreatesWaitsForItsDeletes(t *testing.T) {
 
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(1))
 	g.Consistently(done, 200*time.Millisecond).ShouldNot(BeClosed(), "the reconcile returned before its delete was answered")
-	close(held.release)
+	held.free()
 	g.Eventually(done).Should(BeClosed())
 	g.Expect(podsIn(g, c)).To(HaveLen(4), "an old pod deleted, its replacement created")
 }
@@ -144,8 +151,8 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	pods := ownedPods(ps, 5)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	b := startBackground(t, r)
-	held := holdDeletes(r, c, pods[4].Name)
-	close(held.release)
+	held := holdDeletes(t, r, c, pods[4].Name)
+	held.free()
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 	g.Eventually(b.wake).Should(Receive())
@@ -172,7 +179,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	clock := time.Now()
 	r.Expectations.now = func() time.Time { return clock }
 	b := startBackground(t, r)
-	held := holdDeletes(r, c)
+	held := holdDeletes(t, r, c)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
@@ -185,7 +192,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Expect(lists.lists.Load()).To(BeZero(), "the API server's pods were listed while the deletes were on their way")
 	g.Expect(held.sent.Load()).To(BeEquivalentTo(3))
 
-	close(held.release)
+	held.free()
 	g.Eventually(b.wake).Should(Receive())
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
 }

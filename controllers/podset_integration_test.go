@@ -238,6 +238,15 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	delete(orphan.Labels, LabelRevisionHash)
 	orphan.GenerateName, orphan.Name = "", "orphan"
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
+	// Only an orphan in the manager's cache can be adopted: on a loaded
+	// machine the first reconcile could otherwise come before it, create
+	// two pods, and adopt the orphan later as one too many (as the
+	// ReplicaSet controller would). That is not what this test is about.
+	g.Eventually(func(g Gomega) {
+		cached, err := suitePods.candidates(ns, "adopter", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cached).To(ContainElement(HaveField("Name", "orphan")))
+	}, eventually, poll).Should(Succeed())
 	ps := createPodSet(t, ns, "adopter", 2, nil)
 	pods := waitForLivePods(g, ps, 2)
 	g.Expect(podNames(pods)).To(ContainElement("orphan"))

@@ -41,6 +41,8 @@ var (
 	// suitePodSetMetrics collects the PodSet metrics from the suite
 	// manager's cache.
 	suitePodSetMetrics = NewPodSetMetrics()
+	// suitePods is the suite manager's pod index: what its reconciles see.
+	suitePods *PodIndex
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
@@ -95,6 +97,7 @@ func runSuite(m *testing.M) int {
 	clientset = kubernetes.NewForConfigOrDie(cfg)
 
 	pods := NewPodIndex()
+	suitePods = pods
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
