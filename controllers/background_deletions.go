@@ -2,13 +2,9 @@ package controllers
 
 import (
 	"context"
-	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // A scaling step that only deletes pods does not wait for its deletes to
@@ -160,12 +156,10 @@ func (b *backgroundDeletions) holdWhileSending(key string) bool {
 
 // queue queues the PodSet of key: no watch event will.
 func (b *backgroundDeletions) queue(ctx context.Context, key string) {
-	// key is namespace/name/uid (expectationsKey); names hold no '/'.
-	parts := strings.SplitN(key, "/", 3)
-	if len(parts) != 3 {
+	ev, ok := podSetEvent(key)
+	if !ok {
 		return
 	}
-	ev := event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()

@@ -65,15 +65,13 @@ func (q *lagQueue) Start(ctx context.Context) error {
 // when ctx ended first.
 func (q *lagQueue) queueLagging(ctx context.Context) bool {
 	for _, key := range q.expectations.TakeLagging() {
-		// key is namespace/name/uid (expectationsKey); names hold no '/'.
-		parts := strings.SplitN(key, "/", 3)
-		if len(parts) != 3 {
+		ev, ok := podSetEvent(key)
+		if !ok {
 			continue
 		}
 		podSetsLagging.Inc()
 		lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
-			"namespace", parts[0], "name", parts[1], "lag", ExpectationsLagThreshold)
-		ev := event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}
+			"namespace", ev.Object.GetNamespace(), "name", ev.Object.GetName(), "lag", ExpectationsLagThreshold)
 		select {
 		case q.wake <- ev:
 		case <-ctx.Done():
@@ -81,4 +79,14 @@ func (q *lagQueue) queueLagging(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// podSetEvent is the event that queues the PodSet of an expectations key
+// (namespace/name/uid, see expectationsKey; names hold no '/').
+func podSetEvent(key string) (event.GenericEvent, bool) {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) != 3 {
+		return event.GenericEvent{}, false
+	}
+	return event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}, true
 }
