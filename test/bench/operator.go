@@ -93,29 +93,51 @@ func (o *operator) stop() { _ = o.proc.Stop() }
 // requestCounts is the operator's rest_client_requests_total by HTTP method.
 type requestCounts map[string]float64
 
+// operatorCounts is what one scrape of the operator's metrics says: its
+// requests by HTTP method, and the pod creates it sent by result
+// (podset_operator_pod_creates_total).
+type operatorCounts struct {
+	requests requestCounts
+	creates  map[string]float64
+}
+
 // writes sums the methods that change something on the API server.
-func (r requestCounts) writes() float64 {
+func (c operatorCounts) writes() float64 {
+	r := c.requests
 	return r["POST"] + r["PUT"] + r["PATCH"] + r["DELETE"]
 }
 
-// scrape reads rest_client_requests_total from the operator's metrics. The
-// Prometheus text format is simple enough to read line by line: a sample is
-// `name{label="value",...} number`.
-func (o *operator) scrape() (requestCounts, error) {
+// podsCreatedSince is how many pods the operator's creates made, or may
+// have made (result uncertain), since the scrape before.
+func (c operatorCounts) podsCreatedSince(before operatorCounts) int {
+	made := func(m map[string]float64) float64 { return m["created"] + m["uncertain"] }
+	return int(made(c.creates) - made(before.creates))
+}
+
+// scrape reads the operator's metrics. The Prometheus text format is simple
+// enough to read line by line: a sample is `name{label="value",...} number`.
+func (o *operator) scrape() (operatorCounts, error) {
+	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}}
 	resp, err := http.Get(o.metricsURL)
 	if err != nil {
-		return nil, err
+		return counts, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", o.metricsURL, resp.Status)
+		return counts, fmt.Errorf("GET %s: %s", o.metricsURL, resp.Status)
 	}
-	counts := requestCounts{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		var into map[string]float64
+		var label string
+		switch {
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			into, label = counts.requests, "method"
+		case strings.HasPrefix(line, "podset_operator_pod_creates_total{"):
+			into, label = counts.creates, "result"
+		default:
 			continue
 		}
 		end := strings.LastIndexByte(line, '}')
@@ -124,9 +146,9 @@ func (o *operator) scrape() (requestCounts, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad sample %q: %w", line, err)
+			return counts, fmt.Errorf("bad sample %q: %w", line, err)
 		}
-		counts[labelValue(line[:end], "method")] += v
+		into[labelValue(line[:end], label)] += v
 	}
 	return counts, sc.Err()
 }

@@ -249,7 +249,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 		res.WritesDown = after.writes() - mid.writes()
 		res.WritesByMethodUp = map[string]float64{}
 		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-			res.WritesByMethodUp[m] = mid[m] - before[m]
+			res.WritesByMethodUp[m] = mid.requests[m] - before.requests[m]
 		}
 		if up.created > 0 {
 			res.WritesPerPod = res.WritesUp / float64(up.created)
