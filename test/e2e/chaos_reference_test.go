@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,19 @@ func (r *reference) change(ctx context.Context) error {
 	}
 	patch := []byte(fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano)))
 	return env.admin.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, client.RawPatch(types.MergePatchType, patch))
+}
+
+// livePods lists the reference's live pods.
+func (r *reference) livePods(t *testing.T) []corev1.Pod {
+	var list corev1.PodList
+	Expect(env.admin.List(t.Context(), &list, client.InNamespace(r.ns), client.MatchingLabels{"app": referenceName})).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range list.Items {
+		if isLive(&p) {
+			live = append(live, p)
+		}
+	}
+	return live
 }
 
 // isConverged is the reference's equivalent of expectConverged: exactly n

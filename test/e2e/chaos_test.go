@@ -166,11 +166,18 @@ func restartExited() {
 // and returns when the fault is over.
 type fault struct {
 	name   string
-	inject func(t *testing.T, ns, name string)
+	inject func(t *testing.T, tg faultTarget)
 	// clusterWide faults hit every controller of the cluster, so the
 	// reference (a ReplicaSet or Deployment) goes through them too; the
 	// others hit only the operator or the PodSet's namespace.
 	clusterWide bool
+}
+
+// faultTarget is what a fault hits: the PodSet, and the reference beside it
+// (nil for the faults that are not cluster-wide).
+type faultTarget struct {
+	ns, name string
+	ref      *reference
 }
 
 // The fault "pod watch broken (410 Gone, relist) with pods deleted
@@ -178,13 +185,13 @@ type fault struct {
 // pods for 50), which was traced to creates counted as failed when their
 // connection closed, and fixed (docs/reliability.md).
 var faults = []fault{
-	{"leader SIGKILLed", func(t *testing.T, _, _ string) {
+	{"leader SIGKILLed", func(t *testing.T, _ faultTarget) {
 		leader := currentLeader(t)
 		pid := leader.pid()
 		leader.kill()
 		waitForLeader(t, pid)
 	}, false},
-	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _, _ string) {
+	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _ faultTarget) {
 		leader := currentLeader(t)
 		Expect(leader.proc.Pause()).To(Succeed())
 		waitForLeader(t, leader.pid())
@@ -192,23 +199,34 @@ var faults = []fault{
 		// the old leader must notice it lost the lease before acting.
 		Expect(leader.proc.Resume()).To(Succeed())
 	}, false},
-	{"kube-apiserver killed and restarted", func(t *testing.T, _, _ string) {
+	{"kube-apiserver killed and restarted", func(t *testing.T, _ faultTarget) {
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
 	}, true},
-	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, ns, name string) {
+	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, tg faultTarget) {
+		// The reference goes through the same: kube-controller-manager
+		// is paused with the leader, and loses a fifth of its pods too,
+		// so that it has to learn of their end from a broken watch.
+		// Its time then says what the cluster allows for that (a relist
+		// on client-go's backoff, then new pods that the scheduler and
+		// kwok must see), not what it takes to do nothing.
+		kcm := env.cluster.Component("kube-controller-manager")
 		leader := currentLeader(t)
 		Expect(leader.proc.Pause()).To(Succeed())
-		deleteFraction(t, ns, name, 0.2)
+		Expect(kcm.Pause()).To(Succeed())
+		deleteFraction(t.Context(), livePods(Default, t.Context(), tg.ns, tg.name), 0.2)
+		deleteFraction(t.Context(), tg.ref.livePods(t), 0.2)
 		Expect(env.cluster.CompactEtcd(t.Context())).To(Succeed())
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
+		Expect(kcm.Resume()).To(Succeed())
 		Expect(leader.proc.Resume()).To(Succeed())
 	}, true},
-	{"20% of the pods deleted every 3 s for a minute", func(t *testing.T, ns, name string) {
+	{"20% of the pods deleted every 3 s for a minute", func(t *testing.T, tg faultTarget) {
 		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(3 * time.Second) {
-			deleteFraction(t, ns, name, 0.2)
+			deleteFraction(t.Context(), livePods(Default, t.Context(), tg.ns, tg.name), 0.2)
 		}
 	}, false},
-	{"a ResourceQuota flapping between refusing and allowing pods", func(t *testing.T, ns, _ string) {
+	{"a ResourceQuota flapping between refusing and allowing pods", func(t *testing.T, tg faultTarget) {
+		ns := tg.ns
 		for i := range 10 {
 			pods := int64(1000)
 			if i%2 == 0 {
@@ -219,7 +237,7 @@ var faults = []fault{
 		}
 		Expect(env.admin.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}})).To(Succeed())
 	}, false},
-	{"etcd paused for 10 s", func(t *testing.T, _, _ string) {
+	{"etcd paused for 10 s", func(t *testing.T, _ faultTarget) {
 		etcd := env.cluster.Component("etcd")
 		Expect(etcd.Pause()).To(Succeed())
 		time.Sleep(10 * time.Second)
@@ -227,13 +245,12 @@ var faults = []fault{
 	}, true},
 }
 
-// deleteFraction deletes a random fraction of the PodSet's live pods.
-func deleteFraction(t *testing.T, ns, name string, fraction float64) {
-	pods := livePods(Default, t.Context(), ns, name)
+// deleteFraction deletes a random fraction of pods.
+func deleteFraction(ctx context.Context, pods []corev1.Pod, fraction float64) {
 	rand.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
 	n := int(float64(len(pods))*fraction + 0.5)
 	for _, p := range pods[:n] {
-		_ = env.admin.Delete(t.Context(), &p)
+		_ = env.admin.Delete(ctx, &p)
 	}
 }
 
@@ -329,7 +346,7 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		Eventually(func() int { _, created := w.stats(); return created }).
 			WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(BeNumerically(">=", chaosReplicas/5))
 		step("injecting: %s", f.name)
-		f.inject(t, ns, name)
+		f.inject(t, faultTarget{ns: ns, name: name, ref: ref})
 		faultOver = time.Now()
 		step("fault over after %s", faultOver.Sub(began).Round(100*time.Millisecond))
 	}
