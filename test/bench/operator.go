@@ -99,6 +99,30 @@ type requestCounts map[string]float64
 type operatorCounts struct {
 	requests requestCounts
 	creates  map[string]float64
+	// queue holds the PodSet controller's work queue histograms' sums
+	// and counts (workqueue_queue_duration_seconds: how long a PodSet
+	// waited for a worker; workqueue_work_duration_seconds: how long its
+	// reconcile held one), keyed "queue_sum", "queue_count", "work_sum",
+	// "work_count".
+	queue map[string]float64
+}
+
+// meanQueueWait and meanReconcile are the mean wait for a worker and the
+// mean reconcile time, in milliseconds, between the scrape before and this
+// one.
+func (c operatorCounts) meanQueueWait(before operatorCounts) float64 {
+	return meanMs(c.queue["queue_sum"]-before.queue["queue_sum"], c.queue["queue_count"]-before.queue["queue_count"])
+}
+
+func (c operatorCounts) meanReconcile(before operatorCounts) float64 {
+	return meanMs(c.queue["work_sum"]-before.queue["work_sum"], c.queue["work_count"]-before.queue["work_count"])
+}
+
+func meanMs(sum, count float64) float64 {
+	if count <= 0 {
+		return 0
+	}
+	return 1000 * sum / count
 }
 
 // writes sums the methods that change something on the API server.
@@ -117,7 +141,7 @@ func (c operatorCounts) podsCreatedSince(before operatorCounts) int {
 // scrape reads the operator's metrics. The Prometheus text format is simple
 // enough to read line by line: a sample is `name{label="value",...} number`.
 func (o *operator) scrape() (operatorCounts, error) {
-	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}}
+	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}, queue: map[string]float64{}}
 	resp, err := http.Get(o.metricsURL)
 	if err != nil {
 		return counts, err
@@ -137,6 +161,24 @@ func (o *operator) scrape() (operatorCounts, error) {
 			into, label = counts.requests, "method"
 		case strings.HasPrefix(line, "podset_operator_pod_creates_total{"):
 			into, label = counts.creates, "result"
+		case strings.HasPrefix(line, "workqueue_") && strings.Contains(line, `name="podset"`):
+			name := line[:strings.IndexByte(line, '{')]
+			key, ok := map[string]string{
+				"workqueue_queue_duration_seconds_sum":   "queue_sum",
+				"workqueue_queue_duration_seconds_count": "queue_count",
+				"workqueue_work_duration_seconds_sum":    "work_sum",
+				"workqueue_work_duration_seconds_count":  "work_count",
+			}[name]
+			if !ok {
+				continue
+			}
+			end := strings.LastIndexByte(line, '}')
+			v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+			if err != nil {
+				return counts, fmt.Errorf("bad sample %q: %w", line, err)
+			}
+			counts.queue[key] += v
+			continue
 		default:
 			continue
 		}

@@ -100,8 +100,9 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB",
-			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB)
+		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
+			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB,
+			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
@@ -257,6 +258,8 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 		if deleted := res.Target - wantLive; deleted > 0 {
 			res.WritesPerDeleted = res.WritesDown / float64(deleted)
 		}
+		res.QueueWaitUpMs, res.ReconcileUpMs = mid.meanQueueWait(before), mid.meanReconcile(before)
+		res.QueueWaitDownMs, res.ReconcileDownMs = after.meanQueueWait(mid), after.meanReconcile(mid)
 		peak := sampler.finish()
 		if st, err := readProc(b.op.pid()); err == nil && peakReset {
 			peak = max(peak, st.HWM)

@@ -58,10 +58,18 @@ type phaseResult struct {
 	// Operator only: its API writes (POST, PUT, PATCH, DELETE) during the
 	// scale-up and per pod created, during the scale-down and per pod
 	// deleted.
-	WritesUp           float64            `json:"operatorWritesScaleUp,omitempty"`
-	WritesPerPod       float64            `json:"operatorWritesPerCreatedPod,omitempty"`
-	WritesDown         float64            `json:"operatorWritesScaleDown,omitempty"`
-	WritesPerDeleted   float64            `json:"operatorWritesPerDeletedPod,omitempty"`
+	WritesUp         float64 `json:"operatorWritesScaleUp,omitempty"`
+	WritesPerPod     float64 `json:"operatorWritesPerCreatedPod,omitempty"`
+	WritesDown       float64 `json:"operatorWritesScaleDown,omitempty"`
+	WritesPerDeleted float64 `json:"operatorWritesPerDeletedPod,omitempty"`
+	// QueueWaitUpMs and QueueWaitDownMs are a PodSet's mean wait for a
+	// worker in the scale-up and in the scale-down; ReconcileUpMs and
+	// ReconcileDownMs the mean time a reconcile held one (the operator's
+	// work queue metrics).
+	QueueWaitUpMs      float64            `json:"operatorQueueWaitUpMs,omitempty"`
+	QueueWaitDownMs    float64            `json:"operatorQueueWaitDownMs,omitempty"`
+	ReconcileUpMs      float64            `json:"operatorReconcileUpMs,omitempty"`
+	ReconcileDownMs    float64            `json:"operatorReconcileDownMs,omitempty"`
 	WritesByMethodUp   map[string]float64 `json:"operatorWritesByMethodScaleUp,omitempty"`
 	OperatorPeakRSSMiB float64            `json:"operatorPeakRSSMiB,omitempty"`
 	// ControllerCPUS is the CPU time of the process that did the work over
@@ -172,6 +180,10 @@ var figures = []struct {
 	{"pods created - target", func(p phaseResult) float64 { return float64(p.Created - p.Target) }, false, false},
 	{"operator writes per created pod", func(p phaseResult) float64 { return p.WritesPerPod }, false, false},
 	{"operator writes per deleted pod", func(p phaseResult) float64 { return p.WritesPerDeleted }, false, false},
+	{"operator queue wait, scale-up (ms, mean)", func(p phaseResult) float64 { return p.QueueWaitUpMs }, false, false},
+	{"operator reconcile, scale-up (ms, mean)", func(p phaseResult) float64 { return p.ReconcileUpMs }, false, false},
+	{"operator queue wait, scale-down (ms, mean)", func(p phaseResult) float64 { return p.QueueWaitDownMs }, false, false},
+	{"operator reconcile, scale-down (ms, mean)", func(p phaseResult) float64 { return p.ReconcileDownMs }, false, false},
 	{"operator peak RSS (MiB)", func(p phaseResult) float64 { return p.OperatorPeakRSSMiB }, false, false},
 	{"controller CPU (s)", func(p phaseResult) float64 { return p.ControllerCPUS }, true, false},
 }
