@@ -125,14 +125,18 @@ func parseFlags() (options, error) {
 
 // bench holds what every phase uses.
 type bench struct {
-	opts    options
-	cs      kubernetes.Interface
-	dc      dynamic.Interface
-	op      *operator
-	kcmPID  int
-	audit   *auditReader
-	logDir  string
-	workDir string
+	opts   options
+	cs     kubernetes.Interface
+	dc     dynamic.Interface
+	op     *operator
+	kcmPID int
+	// apiServerPID and nodePIDs (etcd, kube-scheduler, kwok: what turns a
+	// created pod into a Ready one) are measured for CPU in every phase.
+	apiServerPID int
+	nodePIDs     []int
+	audit        *auditReader
+	logDir       string
+	workDir      string
 }
 
 func run() int {
@@ -251,6 +255,12 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 	}
 	if b.kcmPID = findProcess(c.WorkDir(), "kube-controller-manager"); b.kcmPID == 0 {
 		fmt.Fprintln(os.Stderr, "bench: kube-controller-manager's PID not found; its CPU is not reported")
+	}
+	b.apiServerPID = findProcess(c.WorkDir(), "kube-apiserver")
+	for _, name := range []string{"etcd", "kube-scheduler", "kwok"} {
+		if pid := findProcess(c.WorkDir(), name); pid != 0 {
+			b.nodePIDs = append(b.nodePIDs, pid)
+		}
 	}
 	logf("cluster up: %s, %d kwok nodes; operator logs in %s", rep.Machine.Kubernetes, o.nodes, c.LogDir())
 

@@ -331,3 +331,18 @@ func (s *rssSampler) finish() int64 {
 	defer s.mu.Unlock()
 	return s.max
 }
+
+// cpuOf is the CPU time the processes have used so far (0 for a PID that
+// is 0 or gone).
+func cpuOf(pids ...int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		if pid == 0 {
+			continue
+		}
+		if st, err := readProc(pid); err == nil {
+			total += st.CPU
+		}
+	}
+	return total
+}

@@ -100,8 +100,8 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs; RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
-			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.OperatorPeakRSSMiB,
+		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
+			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
 			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
@@ -149,6 +149,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	if cpuPID > 0 {
 		cpuBefore, _ = readProc(cpuPID)
 	}
+	apiServerBefore, nodesBefore := cpuOf(b.apiServerPID), cpuOf(b.nodePIDs...)
 	// Profiles of the first 15 s of the scale-up: the operator's (PodSet
 	// phases) and the API server's (both kinds, to compare where its CPU
 	// goes: on two cores it is what every controller waits for).
@@ -245,6 +246,8 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 			res.ControllerCPUS = (st.CPU - cpuBefore.CPU).Seconds()
 		}
 	}
+	res.APIServerCPUS = (cpuOf(b.apiServerPID) - apiServerBefore).Seconds()
+	res.NodesCPUS = (cpuOf(b.nodePIDs...) - nodesBefore).Seconds()
 	if isPodSet {
 		res.WritesUp = mid.writes() - before.writes()
 		res.WritesDown = after.writes() - mid.writes()

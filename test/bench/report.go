@@ -76,6 +76,11 @@ type phaseResult struct {
 	// the whole phase: the operator for PodSets, kube-controller-manager
 	// (all of its controllers) for ReplicaSets.
 	ControllerCPUS float64 `json:"controllerCPUSeconds,omitempty"`
+	// APIServerCPUS is kube-apiserver's CPU time over the same phase, and
+	// NodesCPUS that of etcd, kube-scheduler and kwok together: what the
+	// controller's requests cost the cluster that every pod waits on.
+	APIServerCPUS float64 `json:"apiServerCPUSeconds,omitempty"`
+	NodesCPUS     float64 `json:"etcdSchedulerKwokCPUSeconds,omitempty"`
 
 	// RequestsUp and RequestsDown are the controller's requests (the
 	// operator's, or the ReplicaSet controller's) from the first owner
@@ -186,6 +191,8 @@ var figures = []struct {
 	{"operator reconcile, scale-down (ms, mean)", func(p phaseResult) float64 { return p.ReconcileDownMs }, false, false},
 	{"operator peak RSS (MiB)", func(p phaseResult) float64 { return p.OperatorPeakRSSMiB }, false, false},
 	{"controller CPU (s)", func(p phaseResult) float64 { return p.ControllerCPUS }, true, false},
+	{"kube-apiserver CPU over the phase (s)", func(p phaseResult) float64 { return p.APIServerCPUS }, true, false},
+	{"etcd, kube-scheduler and kwok CPU over the phase (s)", func(p phaseResult) float64 { return p.NodesCPUS }, true, false},
 }
 
 func summarise(phases []phaseResult, shapes []shape) []medianRow {
