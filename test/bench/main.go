@@ -200,7 +200,7 @@ func violations(r report) []string {
 
 func benchmark(ctx context.Context, o options) (rep report, err error) {
 	rep = report{Config: benchSettings{
-		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst,
+		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst, KwokPodParallelism: kwokPodParallelism,
 		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism,
 	}}
 	for _, s := range o.shapes {

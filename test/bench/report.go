@@ -132,6 +132,7 @@ type benchSettings struct {
 	Nodes                   int      `json:"kwokNodes"`
 	ComponentQPS            int      `json:"controllerManagerAndSchedulerQPS"`
 	ComponentBurst          int      `json:"controllerManagerAndSchedulerBurst"`
+	KwokPodParallelism      int      `json:"kwokPodParallelism,omitempty"`
 	OperatorArgs            []string `json:"operatorArgs"`
 	ClientParallelism       int      `json:"benchClientParallelism"`
 	MaxConcurrentReconciles string   `json:"note,omitempty"`

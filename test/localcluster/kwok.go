@@ -44,6 +44,26 @@ func (c *Cluster) kwokArgs() ([]string, error) {
 	for _, s := range stages {
 		args = append(args, "--config="+s)
 	}
+	if n := c.opts.KwokPodParallelism; n > 0 {
+		path := filepath.Join(c.workDir, "kwok-configuration.yaml")
+		// A configuration given on the command line is not defaulted:
+		// the other parallelisms must be set too (kwok's defaults), or
+		// kwok refuses to start ("node leases parallelism must be
+		// greater than 0").
+		cfg := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+`, n)
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--config="+path)
+	}
 	return append(args, c.opts.KwokArgs...), nil
 }
 

@@ -39,6 +39,14 @@ type Options struct {
 	SchedulerQPS   float32
 	SchedulerBurst int
 
+	// KwokPodParallelism is how many pods kwok moves through their stages
+	// at once (its KwokConfiguration's podPlayStageParallelism); zero keeps
+	// kwok's default of 4. Each stage is a status patch, so 4 at once caps
+	// how fast pods turn Ready, below the rate a controller creates them
+	// in a benchmark: the pods then wait for kwok, not for their
+	// controller.
+	KwokPodParallelism int
+
 	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML); the API
 	// server then writes JSON audit events to Cluster.AuditLogPath. Off by
 	// default because it slows large runs down.
