@@ -89,15 +89,7 @@ func (r *reference) change(ctx context.Context) error {
 
 // livePods lists the reference's live pods.
 func (r *reference) livePods(t *testing.T) []corev1.Pod {
-	var list corev1.PodList
-	Expect(env.admin.List(t.Context(), &list, client.InNamespace(r.ns), client.MatchingLabels{"app": referenceName})).To(Succeed())
-	var live []corev1.Pod
-	for _, p := range list.Items {
-		if isLive(&p) {
-			live = append(live, p)
-		}
-	}
-	return live
+	return livePodsLabelled(Default, t.Context(), r.ns, client.MatchingLabels{"app": referenceName})
 }
 
 // isConverged is the reference's equivalent of expectConverged: exactly n

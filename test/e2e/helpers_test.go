@@ -92,8 +92,13 @@ func newNamespace(t *testing.T, name string, labels map[string]string) string {
 // livePods lists the PodSet's pods that count towards spec.replicas: not
 // terminating, not Succeeded or Failed.
 func livePods(g Gomega, ctx context.Context, ns, podset string) []corev1.Pod {
+	return livePodsLabelled(g, ctx, ns, client.MatchingLabels{podSetLabel: podset})
+}
+
+// livePodsLabelled lists the live pods of ns that carry labels.
+func livePodsLabelled(g Gomega, ctx context.Context, ns string, labels client.MatchingLabels) []corev1.Pod {
 	var list corev1.PodList
-	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: podset})).To(Succeed())
+	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), labels)).To(Succeed())
 	var live []corev1.Pod
 	for _, p := range list.Items {
 		if isLive(&p) {
