@@ -154,45 +154,40 @@ func (o *operator) scrape() (operatorCounts, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		var into map[string]float64
-		var label string
-		switch {
-		case strings.HasPrefix(line, "rest_client_requests_total{"):
-			into, label = counts.requests, "method"
-		case strings.HasPrefix(line, "podset_operator_pod_creates_total{"):
-			into, label = counts.creates, "result"
-		case strings.HasPrefix(line, "workqueue_") && strings.Contains(line, `name="podset"`):
-			name := line[:strings.IndexByte(line, '{')]
-			key, ok := map[string]string{
-				"workqueue_queue_duration_seconds_sum":   "queue_sum",
-				"workqueue_queue_duration_seconds_count": "queue_count",
-				"workqueue_work_duration_seconds_sum":    "work_sum",
-				"workqueue_work_duration_seconds_count":  "work_count",
-			}[name]
-			if !ok {
-				continue
-			}
-			end := strings.LastIndexByte(line, '}')
-			v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-			if err != nil {
-				return counts, fmt.Errorf("bad sample %q: %w", line, err)
-			}
-			counts.queue[key] += v
-			continue
-		default:
+		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+		if open < 0 || end < open || strings.HasPrefix(line, "#") {
 			continue
 		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
+		// Each sample counted goes into a map, under the value of one of
+		// its labels (the work queue's, under a fixed key).
+		var into map[string]float64
+		var key string
+		switch name := line[:open]; {
+		case name == "rest_client_requests_total":
+			into, key = counts.requests, labelValue(line[:end], "method")
+		case name == "podset_operator_pod_creates_total":
+			into, key = counts.creates, labelValue(line[:end], "result")
+		case workQueueKeys[name] != "" && strings.Contains(line, `name="podset"`):
+			into, key = counts.queue, workQueueKeys[name]
+		default:
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
 			return counts, fmt.Errorf("bad sample %q: %w", line, err)
 		}
-		into[labelValue(line[:end], label)] += v
+		into[key] += v
 	}
 	return counts, sc.Err()
+}
+
+// workQueueKeys names the work queue histogram series operatorCounts.queue
+// keeps.
+var workQueueKeys = map[string]string{
+	"workqueue_queue_duration_seconds_sum":   "queue_sum",
+	"workqueue_queue_duration_seconds_count": "queue_count",
+	"workqueue_work_duration_seconds_sum":    "work_sum",
+	"workqueue_work_duration_seconds_count":  "work_count",
 }
 
 // labelValue extracts one label's value from `name{a="x",b="y"`.
