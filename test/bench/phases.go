@@ -100,8 +100,8 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: created %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
-			kind, s, run, res.AllCreatedS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
+		logf("%s %s run %d: created %.2fs bound %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
+			kind, s, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
 			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
@@ -181,7 +181,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	}
 	up := pw.counts()
 	res.OwnersCreatedS = secs(ownersCreated.Sub(start))
-	res.AllCreatedS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allReady), secs(ow.caughtUpAfter())
+	res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allBound), secs(up.allReady), secs(ow.caughtUpAfter())
 	trace := traceOwners(ow, pw)
 	res.OwnerToFirstPodMedianS, res.OwnerToFirstPodP90S = secs(trace.ToFirstMedian), secs(trace.ToFirstP90)
 	res.FirstToLastPodMedianS, res.FirstToLastPodP90S = secs(trace.FirstToLastMedian), secs(trace.FirstToLastP90)
@@ -310,7 +310,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 			return err
 		}
 		c := pw.counts()
-		res.AllCreatedS, res.AllReadyS = secs(c.allCreated), secs(c.allReady)
+		res.AllCreatedS, res.AllBoundS, res.AllReadyS = secs(c.allCreated), secs(c.allBound), secs(c.allReady)
 
 		// The scale-down's floor: half the pods deleted by a client with no
 		// decision to make, every delete sent at once as both controllers
@@ -340,7 +340,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		res.Error = err.Error()
 		logf("direct %s run %d: ERROR %v", res.Shape, run, err)
 	} else {
-		logf("direct %s run %d: created %.2fs ready %.2fs down %.2fs", res.Shape, run, res.AllCreatedS, res.AllReadyS, res.ScaleDownS)
+		logf("direct %s run %d: created %.2fs bound %.2fs ready %.2fs down %.2fs", res.Shape, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.ScaleDownS)
 	}
 	if err := deleteNamespace(ctx, b.cs, ns, cleanupTimeout); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()

@@ -33,13 +33,14 @@ type podWatcher struct {
 	// live counts pods that exist, are not being deleted and have not
 	// terminated: what a controller counts towards its replicas.
 	live, maxLive int
-	// readyLive counts live pods with the Ready condition.
-	readyLive int
+	// readyLive counts live pods with the Ready condition; boundLive live
+	// pods bound to a node (by the scheduler; Ready comes after, from kwok).
+	readyLive, boundLive int
 
 	// The targets being waited for and when each was first reached.
-	wantCreated, wantReady, wantLiveAtMost int
-	allCreated, allReady, liveReached      time.Duration
-	changed                                chan struct{}
+	wantCreated, wantReady, wantLiveAtMost      int
+	allCreated, allBound, allReady, liveReached time.Duration
+	changed                                     chan struct{}
 
 	// firstPod and lastPod are when the first and the last pod of each
 	// controller (by its UID) were first seen: with the owner watcher's
@@ -47,7 +48,7 @@ type podWatcher struct {
 	firstPod, lastPod map[types.UID]time.Time
 }
 
-type podState struct{ live, ready bool }
+type podState struct{ live, bound, ready bool }
 
 func isLive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
@@ -62,12 +63,16 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
+func newPodWatcher() *podWatcher {
+	return &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1,
+		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}}
+}
+
 // watchPods starts an informer on the namespace's pods and returns once it
 // has synced. The informer, not a bare watch, so that a watch the API server
 // closes under load is resumed without losing events.
 func watchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podWatcher, error) {
-	w := &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1,
-		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}}
+	w := newPodWatcher()
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -109,6 +114,7 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 		}
 	}
 	cur := podState{live: !deleted && isLive(p)}
+	cur.bound = cur.live && p.Spec.NodeName != ""
 	cur.ready = cur.live && isReady(p)
 	if deleted {
 		delete(w.pods, p.UID)
@@ -116,6 +122,7 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 		w.pods[p.UID] = cur
 	}
 	w.live += b2i(cur.live) - b2i(old.live)
+	w.boundLive += b2i(cur.bound) - b2i(old.bound)
 	w.readyLive += b2i(cur.ready) - b2i(old.ready)
 	w.maxLive = max(w.maxLive, w.live)
 	w.check(now)
@@ -129,6 +136,10 @@ func (w *podWatcher) check(now time.Time) {
 	at := now.Sub(w.start)
 	if w.wantCreated > 0 && w.allCreated == 0 && w.created >= w.wantCreated {
 		w.allCreated = at
+	}
+	// As many bound as must be Ready.
+	if w.wantReady > 0 && w.allBound == 0 && w.boundLive >= w.wantReady {
+		w.allBound = at
 	}
 	if w.wantReady > 0 && w.allReady == 0 && w.readyLive >= w.wantReady {
 		w.allReady = at
@@ -166,14 +177,14 @@ func (w *podWatcher) expectScaleDown(start time.Time, pods int) {
 }
 
 type podCounts struct {
-	created, live, maxLive, readyLive int
-	allCreated, allReady, liveReached time.Duration
+	created, live, maxLive, readyLive           int
+	allCreated, allBound, allReady, liveReached time.Duration
 }
 
 func (w *podWatcher) counts() podCounts {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return podCounts{w.created, w.live, w.maxLive, w.readyLive, w.allCreated, w.allReady, w.liveReached}
+	return podCounts{w.created, w.live, w.maxLive, w.readyLive, w.allCreated, w.allBound, w.allReady, w.liveReached}
 }
 
 // ownerWatcher follows the PodSets or ReplicaSets of one namespace and

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -32,4 +34,37 @@ func TestTraceOwners(t *testing.T) {
 	g.Expect(got.ToFirstP90).To(Equal(300 * time.Millisecond))
 	g.Expect(got.FirstToLastMedian).To(Equal(200 * time.Millisecond))
 	g.Expect(got.FirstToLastP90).To(Equal(800 * time.Millisecond))
+}
+
+// TestPodWatcherBound: the scheduler's part of the way to Ready is recorded
+// once as many live pods are bound to a node as must be Ready, and a bound
+// pod that is deleted no longer counts.
+func TestPodWatcherBound(t *testing.T) {
+	g := NewWithT(t)
+	pod := func(name, node string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{NodeName: node}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	w := newPodWatcher()
+	w.expectScaleUp(time.Now(), 2)
+
+	w.observe(pod("a", "", false), false)
+	w.observe(pod("b", "", false), false)
+	w.observe(pod("a", "node-1", false), false)
+	g.Expect(w.counts().allBound).To(BeZero(), "one live pod bound of two")
+	w.observe(pod("a", "node-1", false), true)
+	w.observe(pod("b", "node-2", false), false)
+	g.Expect(w.counts().allBound).To(BeZero(), "the first bound pod was deleted")
+
+	w.observe(pod("c", "node-1", false), false)
+	c := w.counts()
+	g.Expect(c.allBound).To(BeNumerically(">", 0))
+	g.Expect(c.allReady).To(BeZero())
+
+	w.observe(pod("b", "node-2", true), false)
+	w.observe(pod("c", "node-1", true), false)
+	g.Expect(w.counts().allReady).To(BeNumerically(">=", c.allBound))
 }
