@@ -138,6 +138,25 @@ func (c operatorCounts) podsCreatedSince(before operatorCounts) int {
 	return int(made(c.creates) - made(before.creates))
 }
 
+// waitQuiet waits until the operator has sent no write for a second, at
+// most ten: after a phase's namespace is gone, so that nothing the operator
+// still sends about it is counted in the next phase.
+func (o *operator) waitQuiet(ctx context.Context) {
+	last, quietSince := -1.0, time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+		c, err := o.scrape()
+		if err != nil {
+			return
+		}
+		if w := c.writes(); w != last {
+			last, quietSince = w, time.Now()
+		} else if time.Since(quietSince) >= time.Second {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // scrape reads the operator's metrics. The Prometheus text format is simple
 // enough to read line by line: a sample is `name{label="value",...} number`.
 func (o *operator) scrape() (operatorCounts, error) {
