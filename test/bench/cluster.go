@@ -153,8 +153,7 @@ func createNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 // (refused; docs/benchmarks.md, "Teardown"). Waiting only for the pods, as
 // the benchmark did until session 18, let the refused creates of one phase's
 // 100 PodSets be counted in the next phase's writes per pod (1000x1: 4.10
-// instead of 4.00); the caller then waits for the operator to fall quiet
-// (operator.waitQuiet). The namespace object itself may linger several
+// instead of 4.00). The namespace object itself may linger several
 // seconds longer (the namespace controller's own retries); it costs nothing.
 func deleteNamespace(ctx context.Context, cs kubernetes.Interface, dc dynamic.Interface, name string, timeout time.Duration) error {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -168,6 +167,15 @@ func deleteNamespace(ctx context.Context, cs kubernetes.Interface, dc dynamic.In
 		podSets, err := dc.Resource(podSetGVR).Namespace(name).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil && len(podSets.Items) == 0, nil
 	})
+}
+
+// endPhase deletes a phase's namespace (deleteNamespace) and then waits for
+// the operator to fall quiet (operator.waitQuiet), so that nothing of this
+// phase is counted in the next.
+func (b *bench) endPhase(ctx context.Context, ns string) error {
+	err := deleteNamespace(ctx, b.cs, b.dc, ns, cleanupTimeout)
+	b.op.waitQuiet(ctx)
+	return err
 }
 
 // findProcess returns the PID of the cluster component whose executable is

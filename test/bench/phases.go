@@ -104,10 +104,9 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 			kind, s, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
 			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
 	}
-	if err := deleteNamespace(ctx, b.cs, b.dc, ns, cleanupTimeout); err != nil && res.Error == "" {
+	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
 	}
-	b.op.waitQuiet(ctx)
 	return res
 }
 
@@ -343,10 +342,9 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 	} else {
 		logf("direct %s run %d: created %.2fs bound %.2fs ready %.2fs down %.2fs", res.Shape, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.ScaleDownS)
 	}
-	if err := deleteNamespace(ctx, b.cs, b.dc, ns, cleanupTimeout); err != nil && res.Error == "" {
+	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
 	}
-	b.op.waitQuiet(ctx)
 	return res
 }
 

@@ -320,10 +320,9 @@ func (b *bench) rolloutPhase(ctx context.Context, kind string, s shape, run int,
 		logf("rollout %s %s run %d: pods rolled %.2fs, status %.2fs; most live per owner %d (bound %d), fewest ready %d (bound %d); new pods %d; writes/replaced pod %.2f",
 			kind, s, run, res.PodsRolledS, res.RolledS, res.MaxLivePerOwner, res.SurgeBound, res.MinReadyPerOwner, res.ReadyBound, res.Created, res.WritesPerReplaced)
 	}
-	if err := deleteNamespace(ctx, b.cs, b.dc, ns, cleanupTimeout); err != nil && res.Error == "" {
+	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
 	}
-	b.op.waitQuiet(ctx)
 	return res
 }
 
