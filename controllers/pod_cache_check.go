@@ -158,12 +158,24 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		s.waitForPodCache = true
 		return nil
 	}
-	live := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, live, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
+	// The comparison needs the pods' metadata only, and under load most
+	// checks find the cache current (its events were late, not lost): a
+	// full list of a PodSet of 1000 pods is about 10 MB decoded, and the
+	// memory scenario's PodSets made some fifty of them within 25 s, the
+	// operator's highest heap (docs/benchmarks.md, "Session 19"). The pods
+	// themselves are read only when the cache is behind and the reconcile
+	// needs their status to act on.
+	onServer := &metav1.PartialObjectMetadataList{}
+	onServer.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.APIReader.List(ctx, onServer, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
-	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, live.Items); missing > 0 || extra > 0 {
+	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, onServer.Items); missing > 0 || extra > 0 {
 		podCacheBehind.Inc()
+		live := &corev1.PodList{}
+		if err := r.APIReader.List(ctx, live, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
+			return fmt.Errorf("reading the pods from the API server: %w", err)
+		}
 		acting, err := r.useLivePods(ctx, s, live.Items)
 		s.waitForPodCache = !acting
 		if acting && !liveRolloutComplete(s) {
@@ -245,7 +257,7 @@ func liveRolloutComplete(s *podSetScope) bool {
 // those the API server has: missing are on the server only, extra in the
 // cache only. Terminating pods are left out on both sides: they count for
 // nothing, and the cache learns of their end late.
-func podCacheDiff(owner types.UID, cached []*corev1.Pod, server []corev1.Pod) (missing, extra int) {
+func podCacheDiff(owner types.UID, cached []*corev1.Pod, server []metav1.PartialObjectMetadata) (missing, extra int) {
 	inCache := sets.New[types.UID]()
 	for _, p := range cached {
 		if p.DeletionTimestamp == nil && isControlledBy(p, owner) {
@@ -261,7 +273,7 @@ func podCacheDiff(owner types.UID, cached []*corev1.Pod, server []corev1.Pod) (m
 	return onServer.Difference(inCache).Len(), inCache.Difference(onServer).Len()
 }
 
-func isControlledBy(p *corev1.Pod, owner types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(p)
+func isControlledBy(obj metav1.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
 	return ref != nil && ref.UID == owner
 }

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -289,17 +291,17 @@ func TestPodCacheDiff(t *testing.T) {
 	gone := pods[2].DeepCopy()
 	terminatingSince(unitNow)(gone)
 	foreign := unitPod("foreign", controlledBy("apps/v1", "ReplicaSet", "other"))
-	server := func(ps ...*corev1.Pod) []corev1.Pod {
-		var out []corev1.Pod
+	server := func(ps ...*corev1.Pod) []metav1.PartialObjectMetadata {
+		var out []metav1.PartialObjectMetadata
 		for _, p := range ps {
-			out = append(out, *p)
+			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
 		}
 		return out
 	}
 	for _, tc := range []struct {
 		name           string
 		cached         []*corev1.Pod
-		server         []corev1.Pod
+		server         []metav1.PartialObjectMetadata
 		missing, extra int
 	}{
 		{"same", pods, server(pods...), 0, 0},
@@ -327,4 +329,45 @@ func TestPodCacheRecheckBacksOff(t *testing.T) {
 	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}))
 	c.done("ns/web/uid", 0)
 	g.Expect(c.foundBehind("ns/web/uid")).To(Equal(time.Second), "a check that found the cache current starts over")
+}
+
+// listRecorder is a reader that records the type of each list read through
+// it.
+type listRecorder struct {
+	client.Reader
+	lists []string
+}
+
+func (l *listRecorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l.lists = append(l.lists, fmt.Sprintf("%T", list))
+	return l.Reader.List(ctx, list, opts...)
+}
+
+// A check compares the pods' metadata, and reads the pods themselves only
+// when the cache is found behind: under load most checks find it current,
+// and a full list of a large PodSet's pods was the operator's highest heap.
+func TestPodCacheCheckReadsThePodsOnlyWhenTheCacheIsBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cached int
+		lists  []string
+	}{
+		{"cache current", 3, []string{"*v1.PartialObjectMetadataList"}},
+		{"cache behind", 1, []string{"*v1.PartialObjectMetadataList", "*v1.PodList"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ps := unitPodSet(3)
+			pods := ownedPods(ps, 3)
+			r, c := unitReconciler(t, pods[:tc.cached], nil, asObjects(ps, pods)...)
+			recorder := &listRecorder{Reader: c}
+			r.APIReader = recorder
+			r.Fence = pausedFence(g)
+
+			_, err := reconcileOnce(r, ps)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(recorder.lists).To(Equal(tc.lists))
+			g.Expect(podsIn(g, c)).To(HaveLen(3), "no pod created from a cache that lacks some")
+		})
+	}
 }
