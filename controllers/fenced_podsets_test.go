@@ -48,10 +48,10 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued before the lease was renewed")
 
 	clock = clock.Add(time.Second)
-	f.renewed()
+	f.renewed(f.now())
 	g.Expect(queuedNames(r.fenced.wake)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 
-	f.renewed()
+	f.renewed(f.now())
 	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued once per refusal")
 }
 

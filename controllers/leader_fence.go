@@ -128,14 +128,29 @@ func (f *LeaderFence) Trips() uint64 {
 	return f.trips
 }
 
-func (f *LeaderFence) renewed() {
+// renewed records a successful lease write that was sent at sent. The
+// sending time counts, not the answer's: a write sent just before a pause
+// is answered after the resume, and proves only that this replica led
+// before the pause. Taken as a renewal after it, it opened the fence of a
+// replica whose lease a successor already held, and the two acted side by
+// side (the fault matrix: 84 live pods for a bound of 63).
+func (f *LeaderFence) renewed(sent time.Time) {
 	f.mu.Lock()
-	f.lastRenew = f.now()
+	if sent.After(f.lastRenew) {
+		f.lastRenew = sent
+	}
 	notify := f.onRenewal
 	f.mu.Unlock()
 	if notify != nil {
 		notify()
 	}
+}
+
+// sendTime is the moment a lease write leaves, as the fence's clock has it.
+func (f *LeaderFence) sendTime() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now()
 }
 
 // sawOtherHolder records that the lease was read held by another replica.
@@ -182,9 +197,10 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 }
 
 func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.fence.sendTime()
 	err := l.Interface.Create(ctx, ler)
 	if err == nil {
-		l.fence.renewed()
+		l.fence.renewed(sent)
 	}
 	return err
 }
@@ -205,9 +221,10 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 			return errNotTheHolder
 		}
 	}
+	sent := l.fence.sendTime()
 	err := l.Interface.Update(ctx, ler)
 	if err == nil {
-		l.fence.renewed()
+		l.fence.renewed(sent)
 	}
 	return err
 }

@@ -133,7 +133,7 @@ func pausedFence(g Gomega) *LeaderFence {
 	clock = clock.Add(20 * time.Second) // paused
 	g.Expect(f.Allow()).To(MatchError(ErrFenced))
 	clock = clock.Add(time.Second)
-	f.renewed()
+	f.renewed(f.now())
 	return f
 }
 
@@ -189,7 +189,7 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	clock = clock.Add(20 * time.Second) // paused
 	g.Expect(f.Allow()).To(MatchError(ErrFenced))
 	clock = clock.Add(time.Second)
-	f.renewed()
+	f.renewed(f.now())
 
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
