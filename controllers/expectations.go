@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -37,6 +38,16 @@ type Expectations struct {
 	// creation events may still be on their way to the handler, and must
 	// not count towards the creations of a later step (see Resolve).
 	settled map[string]sets.Set[types.UID]
+	// watches is, per namespace, how far the pod informer's watch has
+	// delivered events (PodEventSeen).
+	watches map[string]watchPosition
+}
+
+// watchPosition is the newest resourceVersion of a pod event the handler
+// saw in a namespace, and when it last saw one.
+type watchPosition struct {
+	resourceVersion string
+	at              time.Time
 }
 
 type expectation struct {
@@ -53,6 +64,9 @@ type expectation struct {
 	// creations failed in a way that leaves open whether the API server
 	// made the pod (see CreationUncertain).
 	uncertainUntil time.Time
+	// createdVersion is the newest resourceVersion the step's creates
+	// returned (CreationReturned).
+	createdVersion string
 }
 
 // pending reports whether some expected write has not been observed yet.
@@ -87,7 +101,8 @@ func expectationsKey(namespace, name string, uid types.UID) string {
 
 // NewExpectations returns an empty Expectations with the given timeout.
 func NewExpectations(timeout time.Duration) *Expectations {
-	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}, settled: map[string]sets.Set[types.UID]{}}
+	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}, settled: map[string]sets.Set[types.UID]{},
+		watches: map[string]watchPosition{}}
 }
 
 // ExpectCreations records that n pods are about to be created for key,
@@ -179,6 +194,41 @@ func (e *Expectations) progressedLocked(exp *expectation) {
 	exp.lagReported = false
 }
 
+// CreationReturned records the resourceVersion of a pod key's step created:
+// its event comes after every event of an older version.
+func (e *Expectations) CreationReturned(key, version string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.items[key]; ok && newerVersion(version, exp.createdVersion) {
+		exp.createdVersion = version
+	}
+}
+
+// PodEventSeen records that the pod informer delivered an event of a pod of
+// namespace at version.
+func (e *Expectations) PodEventSeen(namespace, version string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.watches[namespace]
+	if newerVersion(version, w.resourceVersion) {
+		w.resourceVersion = version
+	}
+	w.at = e.now()
+	e.watches[namespace] = w
+}
+
+// newerVersion reports whether resourceVersion a is newer than b, a version
+// that is not an integer (none is, or b is empty) being never newer.
+// Versions compare by number since Kubernetes 1.35 (KEP-5504), for objects
+// of one resource.
+func newerVersion(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
+}
+
 // WritesReturned records that every write of key's current step has
 // returned: the wait for their events starts now. A step's writes may take
 // seconds on a loaded API server, and their events only lag from the moment
@@ -201,11 +251,38 @@ func (e *Expectations) Lagging(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.items[key]
-	return ok && e.laggingLocked(exp, e.now())
+	return ok && e.laggingLocked(key, exp, e.now())
 }
 
-func (e *Expectations) laggingLocked(exp *expectation, now time.Time) bool {
-	return exp.pending() && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout
+func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time) bool {
+	return exp.pending() && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout &&
+		!e.eventsOnTheirWayLocked(key, exp, now)
+}
+
+// eventsOnTheirWayLocked reports whether the events key waits for are only
+// late, not lost, so that checking its cache against the API server would
+// gain nothing: the PodSet waits for creations only, each returned its
+// resourceVersion, and the pod watch of its namespace is alive (it
+// delivered an event within ExpectationsLagThreshold) but has not yet
+// delivered one as new as the newest creation. A watch delivers in the
+// order of resourceVersions, so those events are still to come in it.
+//
+// On two busy cores the operator's pod informer fell hundreds of events
+// behind the API server in the memory scenario; every PodSet then found
+// its events lagging, and each listed its thousand pods from the API
+// server every second until its cache caught up: the operator's highest
+// heap, and load on an API server that was the bottleneck already
+// (docs/benchmarks.md, "Session 19"). A watch that broke delivers nothing
+// until its relist, and one that relisted past a creation whose pod was
+// deleted meanwhile delivers newer versions without it: both still count
+// as lagging.
+func (e *Expectations) eventsOnTheirWayLocked(key string, exp *expectation, now time.Time) bool {
+	if exp.deletions.Len() > 0 || exp.createdVersion == "" || !exp.uncertainUntil.IsZero() {
+		return false
+	}
+	namespace, _, _ := strings.Cut(key, "/")
+	w, ok := e.watches[namespace]
+	return ok && now.Sub(w.at) < ExpectationsLagThreshold && newerVersion(exp.createdVersion, w.resourceVersion)
 }
 
 // TakeLagging returns the keys that have become Lagging since they were
@@ -218,7 +295,7 @@ func (e *Expectations) TakeLagging() []string {
 	now := e.now()
 	var keys []string
 	for key, exp := range e.items {
-		if !exp.lagReported && e.laggingLocked(exp, now) {
+		if !exp.lagReported && e.laggingLocked(key, exp, now) {
 			exp.lagReported = true
 			keys = append(keys, key)
 		}

@@ -6,8 +6,16 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 func TestExpectationsLagging(t *testing.T) {
@@ -141,4 +149,123 @@ func TestReconcileGoesOnFromTheAPIServerWhenAwaitedEventsLag(t *testing.T) {
 			g.Expect(podsIn(g, c)).To(HaveLen(2 + tc.created))
 		})
 	}
+}
+
+// Creations whose events are behind a pod watch that still delivers are
+// late, not lost: the watch delivers in the order of resourceVersions, so
+// they are still to come, and a check against the API server would only
+// load it (the memory scenario's PodSets listed their thousand pods every
+// second that way). A watch that fell silent, or that delivered a newer
+// version without them, lags as before; so do deletions, which return no
+// version.
+func TestExpectationsCreationsBehindALiveWatchDoNotLag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		steps   func(e *Expectations, advance func(time.Duration))
+		lagging bool
+	}{
+		{"the watch delivers older versions: on their way", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, false},
+		{"the watch delivered a newer version without them: lost", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "201")
+		}, true},
+		{"the watch fell silent: maybe broken", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			e.PodEventSeen("ns", "150")
+			advance(ExpectationsLagThreshold)
+		}, true},
+		{"another namespace's watch says nothing of this one", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("other", "150")
+		}, true},
+		{"a newer creation returned: its events are behind too", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			e.CreationReturned(expKey, "300")
+			e.CreationReturned(expKey, "250")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "260")
+		}, false},
+		{"no version returned", func(e *Expectations, advance func(time.Duration)) {
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, true},
+		{"an uncertain creation: maybe never made", func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			e.CreationUncertain(expKey)
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			clock := time.Unix(1000, 0)
+			e := NewExpectations(DefaultExpectationsTimeout)
+			e.now = func() time.Time { return clock }
+			e.ExpectCreations(expKey, 2)
+			tc.steps(e, func(d time.Duration) { clock = clock.Add(d) })
+			g.Expect(e.Lagging(expKey)).To(Equal(tc.lagging))
+		})
+	}
+
+	t.Run("deletions awaited: they return no version", func(t *testing.T) {
+		g := NewWithT(t)
+		clock := time.Unix(1000, 0)
+		e := NewExpectations(DefaultExpectationsTimeout)
+		e.now = func() time.Time { return clock }
+		e.Expect(expKey, 1, []types.UID{"a"})
+		e.CreationReturned(expKey, "200")
+		clock = clock.Add(5 * time.Second)
+		e.PodEventSeen("ns", "150")
+		g.Expect(e.Lagging(expKey)).To(BeTrue())
+	})
+}
+
+// The reconcile that creates pods records the versions its creates returned,
+// and the pod event handler how far the watch has delivered: together they
+// tell late events from lost ones.
+func TestReconcileAndPodEventsRecordTheVersionsLagIsJudgedBy(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	r, _ := unitReconciler(t, nil, nil, ps)
+	// The API server's versions are global and grow; the fake client's
+	// are per object. These pods are made at version 500.
+	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(ps).
+		WithStatusSubresource(&appv1alpha1.PodSet{}).
+		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := cl.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if _, isPod := obj.(*corev1.Pod); isPod {
+				obj.SetResourceVersion("500")
+			}
+			return nil
+		}}).Build()
+	r.Client, r.APIReader = c, c
+	clock := time.Now()
+	r.Expectations.now = func() time.Time { return clock }
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+
+	_, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3))
+
+	// The watch goes on delivering events older than the creations.
+	h := &podEventHandler{expectations: r.Expectations}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(q.ShutDown)
+	older := unitPod("elsewhere", controlledByPodSet("other"))
+	older.Namespace, older.ResourceVersion = ps.Namespace, "499"
+	clock = clock.Add(5 * time.Second)
+	h.Create(context.Background(), createEvent(older), q)
+	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "creations behind a watch that delivers were judged lost")
+
+	clock = clock.Add(ExpectationsLagThreshold)
+	g.Expect(r.Expectations.Lagging(key)).To(BeTrue(), "a silent watch may be broken")
 }

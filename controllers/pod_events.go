@@ -79,6 +79,7 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 	if !ok {
 		return
 	}
+	h.expectations.PodEventSeen(pod.Namespace, pod.ResourceVersion)
 	if pod.DeletionTimestamp != nil {
 		// After a restart, a pod can first show up already terminating: it
 		// is no creation to count, but may be a deletion we waited for.
@@ -99,6 +100,7 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 	if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion {
 		return // a resync: nothing changed
 	}
+	h.expectations.PodEventSeen(newPod.Namespace, newPod.ResourceVersion)
 	labelsChanged := !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels)
 
 	if newPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
@@ -129,6 +131,11 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 	pod, ok := e.Object.(*corev1.Pod)
 	if !ok {
 		return
+	}
+	if !e.DeleteStateUnknown {
+		// A tombstone carries the pod's last known version, not the
+		// watch's.
+		h.expectations.PodEventSeen(pod.Namespace, pod.ResourceVersion)
 	}
 	// A tombstone (DeleteStateUnknown: the watch broke and a relist no
 	// longer found the pod) may hide a stray just the same.

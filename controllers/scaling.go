@@ -198,6 +198,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		}
 		created.Add(1)
 		podCreates.WithLabelValues("created").Inc()
+		r.Expectations.CreationReturned(s.key, pod.ResourceVersion)
 		return nil
 	})
 	s.outcome.issued += int(created.Load())
