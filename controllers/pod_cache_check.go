@@ -165,15 +165,16 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// operator's highest heap (docs/benchmarks.md, "Session 19"). The pods
 	// themselves are read only when the cache is behind and the reconcile
 	// needs their status to act on.
+	itsPods := []client.ListOption{client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}}
 	onServer := &metav1.PartialObjectMetadataList{}
 	onServer.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.APIReader.List(ctx, onServer, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
+	if err := r.APIReader.List(ctx, onServer, itsPods...); err != nil {
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, onServer.Items); missing > 0 || extra > 0 {
 		podCacheBehind.Inc()
 		live := &corev1.PodList{}
-		if err := r.APIReader.List(ctx, live, client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}); err != nil {
+		if err := r.APIReader.List(ctx, live, itsPods...); err != nil {
 			return fmt.Errorf("reading the pods from the API server: %w", err)
 		}
 		acting, err := r.useLivePods(ctx, s, live.Items)
