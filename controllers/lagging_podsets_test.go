@@ -6,16 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 func TestExpectationsLagging(t *testing.T) {
@@ -235,9 +231,7 @@ func TestReconcileAndPodEventsRecordTheVersionsLagIsJudgedBy(t *testing.T) {
 	r, _ := unitReconciler(t, nil, nil, ps)
 	// The API server's versions are global and grow; the fake client's
 	// are per object. These pods are made at version 500.
-	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(ps).
-		WithStatusSubresource(&appv1alpha1.PodSet{}).
-		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).
+	c := unitClientBuilder(ps).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if err := cl.Create(ctx, obj, opts...); err != nil {
 				return err

@@ -57,9 +57,7 @@ func TestStatusChangedPredicate(t *testing.T) {
 // go to apiReader, or to the fake client when nil.
 func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, objs ...client.Object) (*PodSetReconciler, client.Client) {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
-		WithStatusSubresource(&appv1alpha1.PodSet{}).
-		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).Build()
+	c := unitClientBuilder(objs...).Build()
 	if apiReader == nil {
 		apiReader = c
 	}
@@ -77,6 +75,13 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		recentRevisions:      newRecentRevisions(),
 		namespaceTerminating: newPodSetKeys(),
 	}, c
+}
+
+// unitClientBuilder is the fake API server of unitReconciler, holding objs.
+func unitClientBuilder(objs ...client.Object) *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
+		WithStatusSubresource(&appv1alpha1.PodSet{}).
+		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet)
 }
 
 func reconcileOnce(r *PodSetReconciler, ps *appv1alpha1.PodSet) (ctrl.Result, error) {

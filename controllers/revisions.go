@@ -75,7 +75,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	}
 	rs := &s.revisions
 	for i := range list.Items {
-		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.UID == ps.UID {
+		if isControlledBy(&list.Items[i], ps.UID) {
 			rs.all = append(rs.all, &list.Items[i])
 		}
 	}
@@ -240,7 +240,7 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
 			return nil, fmt.Errorf("reading revision %s: %w", cr.Name, err)
 		}
-		if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == ps.UID {
+		if isControlledBy(existing, ps.UID) {
 			if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.updateTemplate) {
 				rs.all = append(rs.all, existing)
 				return existing, nil
