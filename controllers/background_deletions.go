@@ -22,8 +22,9 @@ import (
 // and 16), while a client sending the same deletes with nothing to decide
 // was done in a third of the time.
 //
-// A step that also creates still waits for its deletes first, so that its
-// creations never push the live pods past replicas + maxSurge.
+// A step that also creates still waits for its deletes: the creations that
+// need the room a delete frees are sent as the answers come (surge_room.go),
+// so that they never push the live pods past replicas + maxSurge.
 //
 // What a waiting step did with the answers, the background does when they
 // are in: it records that the writes returned (the lag check's clock), the

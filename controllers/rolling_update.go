@@ -19,6 +19,10 @@ type step struct {
 	// deletionsCapped is true when the burst limit cut the planned
 	// deletions short; the creations then wait for the next step.
 	deletionsCapped bool
+	// headroom is how many creations may go before any of victims'
+	// deletes is answered; each further one waits for an answer
+	// (rollout.Headroom).
+	headroom int
 }
 
 // strategy resolves the PodSet's update strategy for its replicas.
@@ -89,7 +93,7 @@ func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	// Old revisions go first, then the update revision's pods, each group
 	// in the deletion ranking's order.
 	victims := append(pickVictims(old, plan.DeleteOld, minReady, now), pickVictims(updated, plan.DeleteUpdated, minReady, now)...)
-	st := step{victims: victims}
+	st := step{victims: victims, headroom: rollout.Headroom(in)}
 	if len(victims) > burst {
 		st.victims, st.deletionsCapped = victims[:burst], true
 	}

@@ -79,34 +79,41 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	// Their events lag from the moment the last of them returned.
 	defer r.Expectations.WritesReturned(s.key)
 
-	// Deletions go first and are waited for, so that a step's creations
-	// never push the live pods past replicas + maxSurge, not even briefly.
-	if err := r.deletePods(ctx, s, step.victims); err != nil {
-		r.creationsSkipped(s, creations)
-		s.outcome.err, s.outcome.failureReason = err, ReasonFailedDelete
-		return err
-	}
 	if step.deletionsCapped {
 		// The burst cut the deletions short; creations planned on the
 		// assumption that they all happened wait for the next step.
 		r.creationsSkipped(s, creations)
-		return nil
+		step.createUpdated, step.createOld = 0, 0
 	}
+	// Deletions go first, and a creation that needs the room one of them
+	// frees waits for its answer (surge_room.go), so that a step's
+	// creations never push the live pods past replicas + maxSurge, not
+	// even briefly.
+	var room *surgeRoom
+	if len(step.victims) > 0 {
+		room = newSurgeRoom(step.headroom)
+	}
+	deletesAnswered := r.deletePods(ctx, s, step.victims, room)
 	rs := &s.revisions
-	created, err := r.createPods(ctx, s, rs.updateTemplate, rs.updateHash, step.createUpdated)
+	created, err := r.createPods(ctx, s, rs.updateTemplate, rs.updateHash, step.createUpdated, room)
 	if err == nil {
 		var n int
-		n, err = r.createPods(ctx, s, rs.currentTemplate, rs.currentHash, step.createOld)
+		n, err = r.createPods(ctx, s, rs.currentTemplate, rs.currentHash, step.createOld, room)
 		created += n
 	}
-	// No event will ever come for a pod that was not created: one refused, or
-	// never attempted because an earlier batch failed.
-	r.creationsSkipped(s, creations-created)
+	// No event will ever come for a pod that was not created: one refused,
+	// one a failed deletion left no room for, or one never attempted
+	// because an earlier batch failed.
+	r.creationsSkipped(s, step.createUpdated+step.createOld-created)
 	if created > 0 {
 		logf.FromContext(ctx).V(1).Info("created pods", "count", created)
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", created)
 	}
-	if err != nil {
+	if deleteErr := deletesAnswered(); deleteErr != nil {
+		s.outcome.err, s.outcome.failureReason = deleteErr, ReasonFailedDelete
+		return deleteErr
+	}
+	if err != nil && !errors.Is(err, errNoRoom) {
 		s.outcome.err, s.outcome.failureReason = err, ReasonFailedCreate
 		return err
 	}
@@ -165,13 +172,16 @@ var errNamespaceTerminating = errors.New("the namespace is being deleted")
 
 // createPods creates n pods from a revision's template, in slow-start
 // batches. It returns how many were created.
-func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl revision.Template, hash string, n int) (int, error) {
+func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl revision.Template, hash string, n int, room *surgeRoom) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
 	ps := s.podSet
 	var created, uncertain atomic.Int32
 	_, err := slowStartBatch(ctx, n, r.podWriteSlots, func() error {
+		if err := room.take(ctx); err != nil {
+			return err
+		}
 		// A pause can fall in the middle of a step: each write checks
 		// the fence, not only the reconcile's start.
 		if err := r.fenceAllows(); err != nil {
@@ -218,23 +228,38 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	}
 	if err != nil {
 		logf.FromContext(ctx).V(1).Info("creating pods stopped", "wanted", n, "created", created.Load(), "uncertain", uncertain.Load(), "error", err.Error())
-	}
-	if err != nil {
 		return made, fmt.Errorf("creating pods: %w", err)
 	}
 	return made, nil
 }
 
-// deletePods deletes the victims in parallel and waits for them; the caller
-// has expected their deletions.
-func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod) error {
+// deletePods sends the victims' deletes in parallel and returns a function
+// that waits for their answers and returns the first failure; each pod
+// deleted frees room for one creation (room may be nil when the step
+// creates nothing). The caller has expected their deletions.
+func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod, room *surgeRoom) func() error {
 	if len(victims) == 0 {
-		return nil
+		return func() error { return nil }
 	}
-	deleted, err := r.sendDeletes(ctx, ctx, s.podSet, s.key, victims)()
-	s.outcome.issued += deleted
-	r.deletesAnswered(ctx, s.podSet, deleted)
-	return err
+	wait := r.sendDeletes(ctx, ctx, s.podSet, s.key, victims, room.freed)
+	var (
+		deleted int
+		err     error
+	)
+	done := make(chan struct{})
+	// The creations waiting for room must learn when no more will come,
+	// while the reconcile is still sending them.
+	go func() {
+		defer close(done)
+		deleted, err = wait()
+		room.allAnswered()
+	}()
+	return func() error {
+		<-done
+		s.outcome.issued += deleted
+		r.deletesAnswered(ctx, s.podSet, deleted)
+		return err
+	}
 }
 
 // deletePodsInBackground sends the victims' deletes under ctx bg and returns
@@ -246,7 +271,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *podSetScope, victims []*corev1.Pod) {
 	bg = logf.IntoContext(bg, logf.FromContext(ctx))
 	ps, key := s.podSet, s.key
-	wait := r.sendDeletes(ctx, bg, ps, key, victims)
+	wait := r.sendDeletes(ctx, bg, ps, key, victims, nil)
 	s.outcome.attempted = false
 	s.outcome.sent += len(victims)
 	r.background.run(key, wait, func(deleted int, _ error) {
@@ -257,10 +282,12 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 
 // sendDeletes takes a pod write slot for each victim under ctx, waiting
 // while the operator has DefaultPodWritesInFlight writes out, and sends its
-// delete under send; the returned function waits for every answer and
-// returns how many pods were deleted and the first failure. A delete that is
-// not sent or fails is no longer expected.
-func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha1.PodSet, key string, victims []*corev1.Pod) func() (int, error) {
+// delete under send; freed, unless nil, is called for each pod the API
+// server has no longer live (deleted, or already gone). The returned
+// function waits for every answer and returns how many pods were deleted
+// and the first failure. A delete that is not sent or fails is no longer
+// expected.
+func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha1.PodSet, key string, victims []*corev1.Pod, freed func()) func() (int, error) {
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -283,6 +310,9 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 				// The UID precondition keeps a namesake created
 				// meanwhile safe.
 				err = r.Delete(send, pod, client.Preconditions{UID: &pod.UID})
+			}
+			if (err == nil || apierrors.IsNotFound(err)) && freed != nil {
+				freed()
 			}
 			mu.Lock()
 			defer mu.Unlock()

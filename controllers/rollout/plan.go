@@ -15,8 +15,10 @@
 //   - paused, and the OnDelete strategy, never replace a pod for its
 //     template, but scaling goes on and fills the revision that is short.
 //
-// Deletions are planned before creations and applied before them, so that
-// the surge bound holds at every moment, not only at the end of a step.
+// Deletions are planned before creations, and a creation that needs the
+// room a deletion frees is sent only once that deletion is answered
+// (Headroom), so that the surge bound holds at every moment, not only at
+// the end of a step.
 package rollout
 
 import (
@@ -125,17 +127,36 @@ func Targets(in Input) (updated, old int) {
 	return in.Replicas - old, old
 }
 
+// replacing reports whether the strategy replaces pods for their template.
+func (s Strategy) replacing() bool { return !s.OnDelete && !s.Paused }
+
+// maxLive is the most live pods a step may leave: replicas, plus maxSurge
+// while pods are being replaced.
+func (in Input) maxLive() int {
+	if in.Strategy.replacing() {
+		return in.Replicas + in.Strategy.MaxSurge
+	}
+	return in.Replicas
+}
+
+// Headroom is how many of a step's creations fit under replicas + maxSurge
+// before any of its deletions is answered; each further creation must wait
+// for one deletion's answer. Negative when the live pods are above the
+// bound: that many deletions free no room. Every creation Step plans fits
+// once all its deletions are answered (creations <= Headroom + deletions),
+// so a step that sends its creations as this allows keeps the bound at
+// every moment, not only once all its deletions are answered.
+func Headroom(in Input) int {
+	return in.maxLive() - in.Updated.Live - in.Old.Live
+}
+
 // Step plans one reconcile step.
 func Step(in Input) Plan {
 	var p Plan
 	replicas, s, upd, old := in.Replicas, in.Strategy, in.Updated, in.Old
 	wantUpd, wantOld := Targets(in)
-	replacing := !s.OnDelete && !s.Paused
-	surge := 0
-	if replacing {
-		surge = s.MaxSurge
-	}
-	maxLive := replicas + surge
+	replacing := s.replacing()
+	maxLive := in.maxLive()
 	minAvailable := max(replicas-s.MaxUnavailable, 0)
 
 	// 1. Above replicas + surge (a scale-down, or surge left over from a

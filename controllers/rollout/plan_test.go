@@ -193,6 +193,14 @@ func TestStepKeepsBoundsUntilDone(t *testing.T) {
 					return
 				}
 				plan := Step(in)
+				// Creations go as Headroom allows: some at once,
+				// the rest one per answered deletion.
+				headroom := Headroom(in)
+				deletions := plan.DeleteOld.Total() + plan.DeleteUpdated.Total()
+				creations := plan.CreateUpdated + plan.CreateOld
+				g.Expect(creations).To(BeNumerically("<=", headroom+deletions), "creations that no deletion makes room for")
+				g.Expect(upd.Live+old.Live+min(creations, max(headroom, 0))).To(BeNumerically("<=", replicas+s.MaxSurge),
+					"creations sent before any deletion is answered push the live pods above replicas + maxSurge")
 				// Apply deletions, preferring unavailable pods, as
 				// pickVictims does.
 				remove := func(updated, available bool, n int) {
@@ -228,6 +236,26 @@ func TestStepKeepsBoundsUntilDone(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+func TestHeadroom(t *testing.T) {
+	rolling := Strategy{MaxSurge: 2, MaxUnavailable: 1}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want int
+	}{
+		{"rollout start: the surge", Input{Replicas: 4, Strategy: rolling, Old: Group{4, 4}}, 2},
+		{"at the bound: every creation waits for a deletion", Input{Replicas: 4, Strategy: rolling, Updated: Group{2, 1}, Old: Group{4, 4}}, 0},
+		{"above the bound: deletions free no room at first", Input{Replicas: 2, Strategy: rolling, Updated: Group{1, 1}, Old: Group{4, 4}}, -1},
+		{"paused: no surge", Input{Replicas: 4, Strategy: Strategy{MaxSurge: 2, Paused: true}, Old: Group{3, 3}}, 1},
+		{"OnDelete: no surge", Input{Replicas: 4, Strategy: Strategy{MaxSurge: 2, OnDelete: true}, Updated: Group{4, 4}}, 0},
+		{"scale up from nothing", Input{Replicas: 5, Strategy: rolling}, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(Headroom(tc.in)).To(Equal(tc.want))
 		})
 	}
 }

@@ -1,0 +1,136 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+func TestSurgeRoom(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// One pod above the bound: the first deletion frees no room.
+	room := newSurgeRoom(-1)
+	took := make(chan error, 3)
+	for range 3 {
+		go func() { took <- room.take(ctx) }()
+	}
+	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive())
+	room.freed()
+	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive(), "the first deletion only brings the pods down to the bound")
+	room.freed()
+	g.Eventually(took).Should(Receive(BeNil()))
+	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive(), "one deletion, one creation")
+	room.freed()
+	g.Eventually(took).Should(Receive(BeNil()))
+	room.allAnswered()
+	g.Eventually(took).Should(Receive(MatchError(errNoRoom)), "no room will ever come for the last one")
+
+	g.Expect(newSurgeRoom(2).take(ctx)).To(Succeed(), "the headroom needs no deletion")
+	var none *surgeRoom
+	g.Expect(none.take(ctx)).To(Succeed(), "a step without deletions has room for all its creations")
+
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	g.Expect(newSurgeRoom(0).take(canceled)).To(MatchError(context.Canceled))
+}
+
+// rollingPodSet is ps with a new image and a rolling update of no surge and
+// maxUnavailable pods: each step deletes old pods and creates as many.
+func rollingPodSet(replicas int32, maxUnavailable int32) (*appv1alpha1.PodSet, []*corev1.Pod) {
+	ps := unitPodSet(replicas)
+	pods := ownedPods(ps, int(replicas))
+	ps.Spec.Image = "quay.io/example/app:2"
+	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+	}
+	return ps, pods
+}
+
+// countCreates wraps r's client so that it counts the pods created.
+func countCreates(r *PodSetReconciler) *atomic.Int32 {
+	var n atomic.Int32
+	r.Client = interceptor.NewClient(r.Client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := cl.Create(ctx, obj, opts...)
+			if _, pod := obj.(*corev1.Pod); pod && err == nil {
+				n.Add(1)
+			}
+			return err
+		},
+	})
+	return &n
+}
+
+// A rolling step sends each creation as soon as one of its deletions is
+// answered, not once all of them are, and never more creations than
+// answered deletions make room for.
+func TestARollingStepCreatesAsItsDeletesAreAnswered(t *testing.T) {
+	g := NewWithT(t)
+	ps, pods := rollingPodSet(4, 2)
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	startBackground(t, r)
+	held := holdDeletes(t, r, c)
+	creates := countCreates(r)
+	done := make(chan struct{})
+	go func() {
+		_, _ = reconcileOnce(r, ps)
+		close(done)
+	}()
+
+	g.Eventually(held.sent.Load).Should(BeEquivalentTo(2))
+	g.Consistently(creates.Load, 100*time.Millisecond).Should(BeZero(), "a creation went before any deletion was answered")
+	held.release <- struct{}{}
+	g.Eventually(creates.Load).Should(BeEquivalentTo(1), "the answered deletion's replacement waits for the other deletion")
+	g.Consistently(creates.Load, 100*time.Millisecond).Should(BeEquivalentTo(1), "more creations than answered deletions")
+	g.Expect(done).NotTo(BeClosed())
+	held.release <- struct{}{}
+	g.Eventually(done).Should(BeClosed())
+	g.Expect(creates.Load()).To(BeEquivalentTo(2))
+	g.Expect(podsIn(g, c)).To(HaveLen(4), "two old pods deleted, two replacements created")
+}
+
+// A deletion that fails frees no room: the creation that waited for it is
+// not sent, the others are, and the step reports the failed deletion.
+func TestARollingStepSkipsTheCreationsOfFailedDeletes(t *testing.T) {
+	g := NewWithT(t)
+	ps, pods := rollingPodSet(4, 2)
+	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
+	startBackground(t, r)
+	// The first delete to arrive is refused, the other goes through.
+	var deletes atomic.Int32
+	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if deletes.Add(1) == 1 {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("denied by a webhook"))
+			}
+			return cl.Delete(ctx, obj, opts...)
+		},
+	})
+	creates := countCreates(r)
+
+	err := reconcileReturns(g, r, ps)
+	g.Expect(err).To(MatchError(ContainSubstring("denied by a webhook")))
+	g.Expect(deletes.Load()).To(BeEquivalentTo(2))
+	g.Expect(creates.Load()).To(BeEquivalentTo(1), "one creation for the one pod deleted")
+	g.Expect(podsIn(g, c)).To(HaveLen(4))
+	failure := meta.FindStatusCondition(statusOf(g, c, ps).Conditions, appv1alpha1.ConditionReplicaFailure)
+	g.Expect(failure).NotTo(BeNil())
+	g.Expect(failure.Reason).To(Equal(ReasonFailedDelete))
+	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	g.Expect(r.Expectations.Satisfied(key)).To(BeFalse(), "the creation and deletion made are awaited")
+}
