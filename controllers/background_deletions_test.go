@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -119,14 +117,9 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 // creations never push the live pods past replicas + maxSurge.
 func TestAStepThatAlsoCreatesWaitsForItsDeletes(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(4)
-	pods := ownedPods(ps, 4)
 	// A new image, no surge: a rolling step deletes an old pod and
 	// creates its replacement.
-	ps.Spec.Image = "quay.io/example/app:2"
-	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
-		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-	}
+	ps, pods := rollingPodSet(4, 1)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	startBackground(t, r)
 	held := holdDeletes(t, r, c)

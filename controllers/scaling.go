@@ -82,7 +82,6 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	if step.deletionsCapped {
 		// The burst cut the deletions short; creations planned on the
 		// assumption that they all happened wait for the next step.
-		r.creationsSkipped(s, creations)
 		step.createUpdated, step.createOld = 0, 0
 	}
 	// Deletions go first, and a creation that needs the room one of them
@@ -102,9 +101,9 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		created += n
 	}
 	// No event will ever come for a pod that was not created: one refused,
-	// one a failed deletion left no room for, or one never attempted
-	// because an earlier batch failed.
-	r.creationsSkipped(s, step.createUpdated+step.createOld-created)
+	// one a failed deletion left no room for, one the burst held back, or
+	// one never attempted because an earlier batch failed.
+	r.creationsSkipped(s, creations-created)
 	if created > 0 {
 		logf.FromContext(ctx).V(1).Info("created pods", "count", created)
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", created)
