@@ -14,8 +14,9 @@
 // leader_fence.go with leader_fence_transport.go (what keeps a leader resumed
 // after a pause from acting) and fenced_podsets.go (what it does once it may),
 // pod_cache_check.go (what a PodSet acts on when its cache is known to be
-// behind) and lagging_podsets.go (which PodSets' caches to check because
-// the events of their writes are late).
+// behind), lagging_podsets.go (which PodSets' caches to check because
+// the events of their writes are late) and quota_wakeups.go (which quota
+// changes wake the PodSets a quota refused).
 package controllers
 
 import (
@@ -157,6 +158,9 @@ type podSetScope struct {
 // (patch), pruned (delete), and read directly (get) when a create finds the
 // name taken, to tell a stale cache from a hash collision.
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
+// ResourceQuotas are only watched: a change that makes room wakes the PodSets
+// whose creates were refused (quota_wakeups.go).
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch
 
 // Reconcile brings one PodSet's pods to spec.replicas and writes its status.
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -342,6 +346,10 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, strays: r.strays}).
 		// A revision deleted or changed by hand is recreated or corrected.
 		Owns(&appsv1.ControllerRevision{}).
+		// A quota that makes room wakes the PodSets it refused, instead of
+		// leaving them in the backoff (quota_wakeups.go).
+		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(podSetsRefusedIn(r.Client)),
+			builder.WithPredicates(quotaMadeRoom())).
 		// The PodSets the leader fence refused, queued at the lease's
 		// renewal.
 		WatchesRawSource(source.Channel(r.fenced.wake, &handler.EnqueueRequestForObject{})).

@@ -387,6 +387,30 @@ func TestIntegrationReportsReplicaFailureFromQuota(t *testing.T) {
 	}, eventually, poll).Should(Succeed())
 }
 
+// A PodSet refused by a quota for a while is deep in the controller's
+// backoff: after 12 s of refusals its next attempt is about 8 s away. Room
+// made in the quota must wake it at once (quota_wakeups.go), not at the end
+// of that backoff.
+func TestIntegrationAQuotaThatMakesRoomWakesARefusedPodSet(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	quota := setPodQuota(g, ns, 0)
+	ps := createPodSet(t, ns, "refused", 1, nil)
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditionStatus(getPodSet(g, ps).Status, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionTrue))
+	}, eventually, poll).Should(Succeed())
+	time.Sleep(12 * time.Second)
+	g.Expect(listLivePods(g, ps)).To(BeEmpty())
+
+	// What the quota controller does once an admin raises spec.hard.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+	quota.Status.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+	g.Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(listLivePods(g, ps)).To(HaveLen(1)) }, 4*time.Second, poll).Should(Succeed())
+}
+
 func TestIntegrationMinReadySecondsDelaysAvailability(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)

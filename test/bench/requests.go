@@ -242,6 +242,7 @@ var explainedRequests = map[string]bool{
 	"watch pods":                true,
 	"watch podsets":             true,
 	"watch controllerrevisions": true,
+	"watch resourcequotas":      true,
 }
 
 // unexplainedRequests lists the operator's requests in p that

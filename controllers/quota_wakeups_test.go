@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// quotaLimit is one resource of a quota's status; an empty used is unset.
+type quotaLimit struct {
+	name       corev1.ResourceName
+	hard, used string
+}
+
+func quotaStatus(limits ...quotaLimit) corev1.ResourceQuotaStatus {
+	st := corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{}, Used: corev1.ResourceList{}}
+	for _, l := range limits {
+		st.Hard[l.name] = resource.MustParse(l.hard)
+		if l.used != "" {
+			st.Used[l.name] = resource.MustParse(l.used)
+		}
+	}
+	return st
+}
+
+func TestQuotaRoomGrew(t *testing.T) {
+	pods := func(hard, used string) quotaLimit { return quotaLimit{corev1.ResourcePods, hard, used} }
+	cpu := func(hard, used string) quotaLimit { return quotaLimit{corev1.ResourceRequestsCPU, hard, used} }
+	for _, tc := range []struct {
+		name     string
+		old, new corev1.ResourceQuotaStatus
+		want     bool
+	}{
+		{"hard raised", quotaStatus(pods("5", "5")), quotaStatus(pods("1000", "5")), true},
+		{"a pod deleted", quotaStatus(pods("5", "5")), quotaStatus(pods("5", "4")), true},
+		{"a limit removed", quotaStatus(pods("5", "5"), cpu("1", "1")), quotaStatus(pods("5", "5")), true},
+		{"one of two limits raised", quotaStatus(pods("5", "5"), cpu("1", "1")), quotaStatus(pods("5", "5"), cpu("2", "1")), true},
+		{"usage filled in for the first time", quotaStatus(pods("5", "")), quotaStatus(pods("5", "0")), false},
+		{"hard lowered", quotaStatus(pods("1000", "5")), quotaStatus(pods("5", "5")), false},
+		{"a pod created", quotaStatus(pods("5", "4")), quotaStatus(pods("5", "5")), false},
+		{"raised and filled alike", quotaStatus(pods("5", "4")), quotaStatus(pods("6", "5")), false},
+		{"a limit added", quotaStatus(pods("5", "5")), quotaStatus(pods("5", "5"), cpu("1", "0")), false},
+		{"the same", quotaStatus(pods("5", "5")), quotaStatus(pods("5", "5")), false},
+		{"in other units", quotaStatus(cpu("1", "500m")), quotaStatus(cpu("1500m", "500m")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(quotaRoomGrew(&tc.old, &tc.new)).To(Equal(tc.want))
+			old := &corev1.ResourceQuota{Status: tc.old}
+			updated := &corev1.ResourceQuota{Status: tc.new}
+			g.Expect(quotaMadeRoom().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated})).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestQuotaMadeRoomOnDeletionOnly(t *testing.T) {
+	g := NewWithT(t)
+	q := &corev1.ResourceQuota{Status: quotaStatus(quotaLimit{corev1.ResourcePods, "0", "0"})}
+	g.Expect(quotaMadeRoom().Delete(event.DeleteEvent{Object: q})).To(BeTrue())
+	g.Expect(quotaMadeRoom().Create(event.CreateEvent{Object: q})).To(BeFalse())
+	g.Expect(quotaMadeRoom().Generic(event.GenericEvent{Object: q})).To(BeFalse())
+}
+
+func TestPodSetsRefusedInWakesOnlyFailingPodSetsOfTheQuotaNamespace(t *testing.T) {
+	g := NewWithT(t)
+	withFailure := func(ns, name string, status metav1.ConditionStatus) *appv1alpha1.PodSet {
+		ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if status != "" {
+			ps.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: status, Reason: "r"}}
+		}
+		return ps
+	}
+	reader := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(
+		withFailure("a", "refused", metav1.ConditionTrue),
+		withFailure("a", "fine", metav1.ConditionFalse),
+		withFailure("a", "new", ""),
+		withFailure("b", "refused-elsewhere", metav1.ConditionTrue),
+	).Build()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "q"}}
+
+	requests := podSetsRefusedIn(reader)(context.Background(), quota)
+	g.Expect(requests).To(HaveLen(1))
+	g.Expect(requests[0].NamespacedName).To(Equal(types.NamespacedName{Namespace: "a", Name: "refused"}))
+}
