@@ -8,11 +8,13 @@
 // the arithmetic is in package rollout), scaling.go (creating and deleting
 // pods under expectations.go), slow_start.go, deletion_ranking.go,
 // background_deletions.go (steps that only delete, sent without holding a
-// worker), pod_template.go (what a pod looks like), status.go (what the status says),
-// status_pacing.go (when it is written), pod_events.go (which pod events wake
-// which PodSet), cache_options.go (what the manager caches), and
-// leader_fence.go with leader_fence_transport.go (what keeps a leader resumed
-// after a pause from acting) and fenced_podsets.go (what it does once it may),
+// worker), pod_template.go (what a pod looks like), status.go (what the
+// status says), status_pacing.go (when it is written),
+// unseen_status_writes.go (writes the cache does not have yet, not sent
+// twice), pod_events.go (which pod events wake which PodSet),
+// cache_options.go (what the manager caches), and leader_fence.go with
+// leader_fence_transport.go (what keeps a leader resumed after a pause from
+// acting) and fenced_podsets.go (what it does once it may),
 // pod_cache_check.go (what a PodSet acts on when its cache is known to be
 // behind), lagging_podsets.go (which PodSets' caches to check because
 // the events of their writes are late) and quota_wakeups.go (which quota
@@ -90,10 +92,12 @@ type PodSetReconciler struct {
 	Fence *LeaderFence
 
 	statusPacer *statusPacer
-	strays      *strayPods
-	cacheChecks *podCacheChecks
-	fenced      *fencedPodSets
-	lagging     *lagQueue
+	// unseenWrites are the status writes the cache does not have yet.
+	unseenWrites *unseenStatusWrites
+	strays       *strayPods
+	cacheChecks  *podCacheChecks
+	fenced       *fencedPodSets
+	lagging      *lagQueue
 	// namespaceTerminating holds the PodSets a create found in a namespace
 	// being deleted: they create nothing more.
 	namespaceTerminating *podSetKeys
@@ -171,6 +175,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// ownerReferences; only our bookkeeping is left to drop.
 			r.Expectations.Forget(req.String())
 			r.statusPacer.forget(req.String())
+			r.unseenWrites.forget(req.String())
 			r.strays.forget(req.NamespacedName)
 			r.cacheChecks.forget(req.String())
 			r.recentRevisions.forgetPodSet(req.String())
@@ -186,6 +191,9 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
 	}
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	// The cache may not have this PodSet's last status write yet; the API
+	// server has it, and it is what the new status is computed against.
+	r.unseenWrites.restore(key, ps)
 	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
 
 	// Without knowing which pods are the PodSet's and which pod template
@@ -279,6 +287,7 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		return client.IgnoreNotFound(err)
 	}
 	r.statusPacer.wrote(s.key, now)
+	r.unseenWrites.wrote(s.key, s.podSet)
 	if deadlineJustExceeded(orig.Status, status) {
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing).Message))
@@ -308,6 +317,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
 	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
+	r.unseenWrites = newUnseenStatusWrites()
 	r.strays = newStrayPods()
 	r.cacheChecks = newPodCacheChecks()
 	r.fenced = newFencedPodSets()

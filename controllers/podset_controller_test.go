@@ -69,6 +69,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Expectations:         NewExpectations(DefaultExpectationsTimeout),
 		Pods:                 podIndexWith(t, pods),
 		statusPacer:          newStatusPacer(DefaultStatusWriteInterval),
+		unseenWrites:         newUnseenStatusWrites(),
 		strays:               newStrayPods(),
 		cacheChecks:          newPodCacheChecks(),
 		fenced:               newFencedPodSets(),
