@@ -73,11 +73,13 @@ func quotaRoomGrew(old, updated *corev1.ResourceQuotaStatus) bool {
 }
 
 // podSetsRefusedIn maps a quota event to the PodSets of its namespace that
-// report ReplicaFailure, read from the cache.
+// report ReplicaFailure, read from the cache without copies (only their
+// conditions are read): in a namespace of thousands of PodSets and busy pods
+// a quota makes room at every pod deletion.
 func podSetsRefusedIn(reader client.Reader) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, quota client.Object) []reconcile.Request {
 		var list appv1alpha1.PodSetList
-		if err := reader.List(ctx, &list, client.InNamespace(quota.GetNamespace())); err != nil {
+		if err := reader.List(ctx, &list, client.InNamespace(quota.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 			logf.FromContext(ctx).Error(err, "listing the PodSets a quota change may unblock", "namespace", quota.GetNamespace())
 			return nil
 		}
