@@ -45,12 +45,18 @@ const (
 //     again, but its cache missed what happened during the pause, possibly
 //     pods created by the replica that led meanwhile.
 //
-// A third makes it wait for nothing, possibly for minutes: writes whose
+//   - A pod watch that broke (an API server restart, 410 Gone) relists
+//     only after client-go's backoff, and meanwhile the cache misses what
+//     happened: pods deleted by others, or, on a replica that took the
+//     lease in that gap, pods the previous leader created
+//     (pod_watch_breaks.go).
+//
+// A fourth makes it wait for nothing, possibly for minutes: writes whose
 // events do not come, because the pod watch broke as they were made; they
 // come with the relist. It shows as events that lag the writes by a second
 // or more (Expectations.Lagging, lagging_podsets.go).
 //
-// In all three, before the PodSet acts, its cached pods are compared with the
+// In all four, before the PodSet acts, its cached pods are compared with the
 // API server's (one uncached list of its pods). Once they match, nothing it
 // waits for is still to come. If they differ, the cache is behind, and the
 // list just read is the truth: this reconcile acts on it instead (see
@@ -60,16 +66,28 @@ const (
 // PodSet knew exactly what to do: the fault matrix's broken watch converged
 // 5-13 times slower than undisturbed that way.
 
-// podCacheChecks remembers, per PodSet, the number of fence trips its cache
-// was last checked after, and how many checks in a row found it behind.
+// cacheDoubts counts what may have left the pod cache behind without any
+// event to say so: the fence's pauses, and the pod watch's recent breaks.
+type cacheDoubts struct {
+	pauses, watchBreaks uint64
+}
+
+// checkedAfter reports whether a check made at c came after everything d
+// counts.
+func (d cacheDoubts) checkedAfter(c cacheDoubts) bool {
+	return c.pauses >= d.pauses && c.watchBreaks >= d.watchBreaks
+}
+
+// podCacheChecks remembers, per PodSet, the doubts its cache was last
+// checked after, and how many checks in a row found it behind.
 type podCacheChecks struct {
 	mu      sync.Mutex
-	checked map[string]uint64
+	checked map[string]cacheDoubts
 	behind  map[string]int
 }
 
 func newPodCacheChecks() *podCacheChecks {
-	return &podCacheChecks{checked: map[string]uint64{}, behind: map[string]int{}}
+	return &podCacheChecks{checked: map[string]cacheDoubts{}, behind: map[string]int{}}
 }
 
 // foundBehind records a check that found key's cache behind, and returns
@@ -99,16 +117,20 @@ func (c *podCacheChecks) isBehind(key string) bool {
 	return c.behind[key] > 0
 }
 
-func (c *podCacheChecks) upToDate(key string, trips uint64) bool {
+func (c *podCacheChecks) upToDate(key string, doubts cacheDoubts) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.checked[key] >= trips
+	return doubts.checkedAfter(c.checked[key])
 }
 
-func (c *podCacheChecks) done(key string, trips uint64) {
+// done records a check that found key's cache current, after doubts. A
+// watch break's count is 0 once its doubt window has passed; the highest
+// count seen is kept, so that a later break is still one to check after.
+func (c *podCacheChecks) done(key string, doubts cacheDoubts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.checked[key] = trips
+	prev := c.checked[key]
+	c.checked[key] = cacheDoubts{pauses: max(prev.pauses, doubts.pauses), watchBreaks: max(prev.watchBreaks, doubts.watchBreaks)}
 	delete(c.behind, key)
 }
 
@@ -119,12 +141,17 @@ func (c *podCacheChecks) forget(namespacedName string) {
 	deletePodSetKeys(c.behind, namespacedName)
 }
 
-// fenceTrips is the number of pauses the fence noticed, 0 without a fence.
-func (r *PodSetReconciler) fenceTrips() uint64 {
-	if r.Fence == nil {
-		return 0
+// cacheDoubts returns the pauses the fence noticed (none without a fence)
+// and the pod watch breaks still in doubt.
+func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
+	var d cacheDoubts
+	if r.Fence != nil {
+		d.pauses = r.Fence.Trips()
 	}
-	return r.Fence.Trips()
+	if r.Pods != nil {
+		d.watchBreaks = r.Pods.watchBreaks.recent()
+	}
+	return d
 }
 
 // checkPodCache compares the PodSet's cached pods with the API server's in
@@ -137,19 +164,20 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	}
 	doubtful := r.Expectations.Doubtful(s.key)
 	lagging := s.expectationsWait > 0 && r.Expectations.Lagging(s.key)
-	trips := r.fenceTrips()
-	paused := !r.cacheChecks.upToDate(s.key, trips)
+	doubts := r.cacheDoubts()
+	inDoubt := !r.cacheChecks.upToDate(s.key, doubts)
 	behind := r.cacheChecks.isBehind(s.key)
-	// Expectations still running are waited for, except after a pause:
-	// what they wait for may have come and gone while the replica was
-	// stopped (a pod it created, deleted by someone else before its
-	// relist), and then only their 5-minute timeout would end the wait.
+	// Expectations still running are waited for, except after a pause or
+	// a pod watch break: what they wait for may have come and gone while
+	// the replica was stopped or its watch down (a pod it created, deleted
+	// by someone else before its relist), and then only their 5-minute
+	// timeout would end the wait.
 	// Nor while the cache is known to be behind: the writes a reconcile
 	// made from the API server's pods are seen only once it catches up,
 	// and a reconcile acting (or reporting) on it meanwhile would be wrong.
 	// Nor when their events lag (lagging_podsets.go): the watch that
 	// should bring them is likely broken.
-	if !paused && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
+	if !inDoubt && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
 	if r.background.holdWhileSending(s.key) {
@@ -198,7 +226,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
 		s.expectationsWait = 0
 	}
-	r.cacheChecks.done(s.key, trips)
+	r.cacheChecks.done(s.key, doubts)
 	return nil
 }
 

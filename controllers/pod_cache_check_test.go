@@ -160,7 +160,7 @@ func TestReconcileAfterAPauseDoesNotActOnACacheBehind(t *testing.T) {
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
-	g.Expect(r.cacheChecks.upToDate(key, f.Trips())).To(BeTrue())
+	g.Expect(r.cacheChecks.upToDate(key, cacheDoubts{pauses: f.Trips()})).To(BeTrue())
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -194,7 +194,7 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the PodSet waited for a creation whose pod is gone")
-	g.Expect(r.cacheChecks.upToDate(key, f.Trips())).To(BeTrue())
+	g.Expect(r.cacheChecks.upToDate(key, cacheDoubts{pauses: f.Trips()})).To(BeTrue())
 }
 
 // The broken watch of the fault matrix: the leader was paused, pods were
@@ -327,7 +327,7 @@ func TestPodCacheRecheckBacksOff(t *testing.T) {
 		waits = append(waits, c.foundBehind("ns/web/uid"))
 	}
 	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}))
-	c.done("ns/web/uid", 0)
+	c.done("ns/web/uid", cacheDoubts{})
 	g.Expect(c.foundBehind("ns/web/uid")).To(Equal(time.Second), "a check that found the cache current starts over")
 }
 

@@ -47,6 +47,9 @@ var errPodCacheNotStarted = errors.New("the pod cache has not started yet")
 type PodIndex struct {
 	mu       sync.RWMutex
 	indexers []toolscache.Indexer
+	// watchBreaks are the pod informers' watch errors
+	// (pod_watch_breaks.go).
+	watchBreaks podWatchBreaks
 }
 
 // NewPodIndex returns an empty index; CacheOptions wires it to the manager's
@@ -68,6 +71,9 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 		all[name] = fn
 	}
 	informer := toolscache.NewSharedIndexInformer(lw, obj, resync, all)
+	// controller-runtime sets a handler only when cache.Options asks for
+	// one, which CacheOptions does not; a new informer accepts it.
+	_ = informer.SetWatchErrorHandlerWithContext(x.watchBreaks.broke)
 	x.add(informer.GetIndexer())
 	return informer
 }
