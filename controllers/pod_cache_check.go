@@ -45,11 +45,11 @@ const (
 //     again, but its cache missed what happened during the pause, possibly
 //     pods created by the replica that led meanwhile.
 //
-//   - A pod watch that broke (an API server restart, 410 Gone) relists
-//     only after client-go's backoff, and meanwhile the cache misses what
-//     happened: pods deleted by others, or, on a replica that took the
-//     lease in that gap, pods the previous leader created
-//     (pod_watch_breaks.go).
+//   - A pod watch that failed (an API server restart, 410 Gone) delivers
+//     nothing until client-go's reflector, after its backoff, watches
+//     again, and meanwhile the cache misses what happened: pods deleted by
+//     others, or, on a replica that took the lease in that gap, pods the
+//     previous leader created (pod_watch_gaps.go).
 //
 // A fourth makes it wait for nothing, possibly for minutes: writes whose
 // events do not come, because the pod watch broke as they were made; they
@@ -67,15 +67,16 @@ const (
 // 5-13 times slower than undisturbed that way.
 
 // cacheDoubts counts what may have left the pod cache behind without any
-// event to say so: the fence's pauses, and the pod watch's recent breaks.
+// event to say so: the fence's pauses, and the pod watches' failures while
+// one is down.
 type cacheDoubts struct {
-	pauses, watchBreaks uint64
+	pauses, watchFailures uint64
 }
 
 // checkedAfter reports whether a check made at c came after everything d
 // counts.
 func (d cacheDoubts) checkedAfter(c cacheDoubts) bool {
-	return c.pauses >= d.pauses && c.watchBreaks >= d.watchBreaks
+	return c.pauses >= d.pauses && c.watchFailures >= d.watchFailures
 }
 
 // podCacheChecks remembers, per PodSet, the doubts its cache was last
@@ -123,14 +124,14 @@ func (c *podCacheChecks) upToDate(key string, doubts cacheDoubts) bool {
 	return doubts.checkedAfter(c.checked[key])
 }
 
-// done records a check that found key's cache current, after doubts. A
-// watch break's count is 0 once its doubt window has passed; the highest
-// count seen is kept, so that a later break is still one to check after.
+// done records a check that found key's cache current, after doubts. The
+// watch failures read 0 once every pod watch delivers again; the highest
+// count seen is kept, so that a later failure is still one to check after.
 func (c *podCacheChecks) done(key string, doubts cacheDoubts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev := c.checked[key]
-	c.checked[key] = cacheDoubts{pauses: max(prev.pauses, doubts.pauses), watchBreaks: max(prev.watchBreaks, doubts.watchBreaks)}
+	c.checked[key] = cacheDoubts{pauses: max(prev.pauses, doubts.pauses), watchFailures: max(prev.watchFailures, doubts.watchFailures)}
 	delete(c.behind, key)
 }
 
@@ -142,14 +143,14 @@ func (c *podCacheChecks) forget(namespacedName string) {
 }
 
 // cacheDoubts returns the pauses the fence noticed (none without a fence)
-// and the pod watch breaks still in doubt.
+// and the pod watches' failures while one is down.
 func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
 	var d cacheDoubts
 	if r.Fence != nil {
 		d.pauses = r.Fence.Trips()
 	}
 	if r.Pods != nil {
-		d.watchBreaks = r.Pods.watchBreaks.recent()
+		d.watchFailures = r.Pods.watchGaps.open()
 	}
 	return d
 }
@@ -168,7 +169,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	inDoubt := !r.cacheChecks.upToDate(s.key, doubts)
 	behind := r.cacheChecks.isBehind(s.key)
 	// Expectations still running are waited for, except after a pause or
-	// a pod watch break: what they wait for may have come and gone while
+	// while a pod watch is down: what they wait for may have come and gone while
 	// the replica was stopped or its watch down (a pod it created, deleted
 	// by someone else before its relist), and then only their 5-minute
 	// timeout would end the wait.

@@ -47,9 +47,9 @@ var errPodCacheNotStarted = errors.New("the pod cache has not started yet")
 type PodIndex struct {
 	mu       sync.RWMutex
 	indexers []toolscache.Indexer
-	// watchBreaks are the pod informers' watch errors
-	// (pod_watch_breaks.go).
-	watchBreaks podWatchBreaks
+	// watchGaps knows whether the pod informers' watches deliver
+	// (pod_watch_gaps.go).
+	watchGaps podWatchGaps
 }
 
 // NewPodIndex returns an empty index; CacheOptions wires it to the manager's
@@ -70,10 +70,7 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 	for name, fn := range indexers {
 		all[name] = fn
 	}
-	informer := toolscache.NewSharedIndexInformer(lw, obj, resync, all)
-	// controller-runtime sets a handler only when cache.Options asks for
-	// one, which CacheOptions does not; a new informer accepts it.
-	_ = informer.SetWatchErrorHandlerWithContext(x.watchBreaks.broke)
+	informer := toolscache.NewSharedIndexInformer(x.watchGaps.wrap(lw), obj, resync, all)
 	x.add(informer.GetIndexer())
 	return informer
 }
