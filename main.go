@@ -122,6 +122,7 @@ func main() {
 	}
 
 	pods := controllers.NewPodIndex()
+	watchGaps := controllers.NewWatchGaps()
 	// The PodSet metrics read the PodSet informers' stores at scrape time.
 	podSetMetrics := controllers.NewPodSetMetrics()
 	ctrlmetrics.Registry.MustRegister(podSetMetrics)
@@ -167,7 +168,7 @@ func main() {
 		// Set only with leader election; it makes the manager use this lock.
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
-		Cache:                               controllers.CacheOptions(namespaces, pods, podSetMetrics),
+		Cache:                               controllers.CacheOptions(namespaces, pods, podSetMetrics, watchGaps),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")
@@ -181,6 +182,7 @@ func main() {
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("podset-controller"),
 		Pods:                    pods,
+		WatchGaps:               watchGaps,
 		DefaultImage:            operandImage,
 		BurstReplicas:           burstReplicas,
 		MaxConcurrentReconciles: maxConcurrentReconciles,

@@ -23,10 +23,11 @@ import (
 // An empty namespaces list watches every namespace.
 //
 // The PodSet informers' stores go to podSets, the collector of the PodSet
-// metrics (nil for none).
-func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics) cache.Options {
+// metrics (nil for none). The pod and PodSet informers report their watches'
+// failures to gaps (nil for none).
+func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics, gaps *WatchGaps) cache.Options {
 	newInformer := func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		informer := pods.newInformer(lw, obj, resync, indexers)
+		informer := pods.newInformer(gaps.wrap(obj, lw), obj, resync, indexers)
 		if _, isPodSet := obj.(*appv1alpha1.PodSet); isPodSet && podSets != nil {
 			podSets.addStore(informer.GetStore())
 		}

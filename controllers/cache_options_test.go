@@ -16,7 +16,7 @@ import (
 func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 	g := NewWithT(t)
 
-	opts := CacheOptions(nil, NewPodIndex(), nil)
+	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
 
 	g.Expect(opts.ByObject).To(HaveLen(2))
 	var podCache, revisionCache *cache.ByObject
@@ -41,7 +41,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 
 func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	g := NewWithT(t)
-	opts := CacheOptions(nil, NewPodIndex(), nil)
+	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
 	g.Expect(opts.DefaultTransform).NotTo(BeNil())
 	pod := unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
@@ -71,7 +71,7 @@ func TestCacheOptionsNamespaces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 
-			opts := CacheOptions(tt.namespaces, NewPodIndex(), nil)
+			opts := CacheOptions(tt.namespaces, NewPodIndex(), nil, nil)
 
 			if tt.want == nil {
 				g.Expect(opts.DefaultNamespaces).To(BeNil())
@@ -88,7 +88,7 @@ func TestCacheOptionsNamespaces(t *testing.T) {
 func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	g := NewWithT(t)
 	var transform func(any) (any, error)
-	for obj, byObject := range CacheOptions(nil, NewPodIndex(), nil).ByObject {
+	for obj, byObject := range CacheOptions(nil, NewPodIndex(), nil, nil).ByObject {
 		if _, ok := obj.(*corev1.Pod); ok {
 			transform = byObject.Transform
 		}

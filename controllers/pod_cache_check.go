@@ -7,14 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/rollout"
 )
 
@@ -49,7 +47,7 @@ const (
 //     nothing until client-go's reflector, after its backoff, watches
 //     again, and meanwhile the cache misses what happened: pods deleted by
 //     others, or, on a replica that took the lease in that gap, pods the
-//     previous leader created (pod_watch_gaps.go).
+//     previous leader created (watch_gaps.go).
 //
 // A fourth makes it wait for nothing, possibly for minutes: writes whose
 // events do not come, because the pod watch broke as they were made; they
@@ -149,8 +147,8 @@ func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
 	if r.Fence != nil {
 		d.pauses = r.Fence.Trips()
 	}
-	if r.Pods != nil {
-		d.watchFailures = r.Pods.watchGaps.open()
+	if r.WatchGaps != nil {
+		d.watchFailures = r.WatchGaps.podFailures()
 	}
 	return d
 }
@@ -247,16 +245,12 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 // as usual; their events come with the relist, and until the cache has
 // caught up each reconcile lists again.
 func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live []corev1.Pod) (bool, error) {
-	fresh := &appv1alpha1.PodSet{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.podSet), fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			s.podSetGone = true
-			return false, nil
-		}
-		return false, fmt.Errorf("reading the PodSet from the API server: %w", err)
+	fresh, err := r.readPodSet(ctx, s)
+	if err != nil || fresh == nil {
+		return false, err
 	}
 	switch {
-	case fresh.UID != s.podSet.UID || fresh.DeletionTimestamp != nil:
+	case fresh.DeletionTimestamp != nil:
 		s.podSetGone = true
 		return false, nil
 	case fresh.Generation != s.podSet.Generation:

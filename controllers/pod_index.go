@@ -47,9 +47,6 @@ var errPodCacheNotStarted = errors.New("the pod cache has not started yet")
 type PodIndex struct {
 	mu       sync.RWMutex
 	indexers []toolscache.Indexer
-	// watchGaps knows whether the pod informers' watches deliver
-	// (pod_watch_gaps.go).
-	watchGaps podWatchGaps
 }
 
 // NewPodIndex returns an empty index; CacheOptions wires it to the manager's
@@ -70,7 +67,7 @@ func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 	for name, fn := range indexers {
 		all[name] = fn
 	}
-	informer := toolscache.NewSharedIndexInformer(x.watchGaps.wrap(lw), obj, resync, all)
+	informer := toolscache.NewSharedIndexInformer(lw, obj, resync, all)
 	x.add(informer.GetIndexer())
 	return informer
 }

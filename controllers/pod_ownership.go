@@ -48,9 +48,8 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 
 	var errs []error
 	if len(orphans) > 0 {
-		adopted, gone, err := r.adoptPods(ctx, ps, orphans)
+		adopted, err := r.adoptPods(ctx, s, orphans)
 		s.pods = append(s.pods, adopted...)
-		s.podSetGone = gone
 		errs = append(errs, err)
 	}
 	for _, pod := range unmatched {
@@ -64,20 +63,20 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 // is being deleted, or that was replaced by a namesake, must not adopt pods
 // the garbage collector would then leave behind or delete wrongly.
 //
-// gone reports that the fresh read found the PodSet deleted, replaced or
-// being deleted: the cached copy is stale, and the reconcile must not create
-// pods from it either (as the ReplicaSet controller skips manageReplicas
-// then); the PodSet's own deletion event brings what comes next.
-func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet, orphans []*corev1.Pod) (adopted []*corev1.Pod, gone bool, err error) {
-	fresh := &appv1alpha1.PodSet{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, true, nil
-		}
-		return nil, false, err
+// When the fresh read finds the PodSet deleted, replaced or being deleted,
+// the cached copy is stale: the scope is marked (podSetGone), and the
+// reconcile must not create pods from it either (as the ReplicaSet
+// controller skips manageReplicas then); the PodSet's own deletion event
+// brings what comes next.
+func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphans []*corev1.Pod) (adopted []*corev1.Pod, err error) {
+	ps := s.podSet
+	fresh, err := r.readPodSet(ctx, s)
+	if err != nil || fresh == nil {
+		return nil, err
 	}
-	if fresh.UID != ps.UID || fresh.DeletionTimestamp != nil {
-		return nil, true, nil
+	if fresh.DeletionTimestamp != nil {
+		s.podSetGone = true
+		return nil, nil
 	}
 
 	var errs []error
@@ -98,7 +97,7 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, ps *appv1alpha1.PodSet
 		adopted = append(adopted, pod)
 		podsAdopted.Inc()
 	}
-	return adopted, false, kerrors.NewAggregate(errs)
+	return adopted, kerrors.NewAggregate(errs)
 }
 
 // releasePod removes the PodSet's ownerReference from a pod whose labels no

@@ -72,6 +72,9 @@ type PodSetReconciler struct {
 	// Pods finds the PodSet's pods in the manager's cache; it must be the
 	// PodIndex given to CacheOptions.
 	Pods *PodIndex
+	// WatchGaps tells while the pod or PodSet watches are down (nil: never);
+	// it must be the WatchGaps given to CacheOptions.
+	WatchGaps *WatchGaps
 	// DefaultImage is the operand image of PodSets that name none.
 	DefaultImage string
 	// BurstReplicas caps the pods created or deleted per reconcile;
@@ -96,6 +99,7 @@ type PodSetReconciler struct {
 	unseenWrites *unseenStatusWrites
 	strays       *strayPods
 	cacheChecks  *podCacheChecks
+	podSetReads  *podSetReads
 	fenced       *fencedPodSets
 	lagging      *lagQueue
 	// namespaceTerminating holds the PodSets a create found in a namespace
@@ -125,6 +129,9 @@ type podSetScope struct {
 	// orphans) found the PodSet deleted, replaced by a namesake, or being
 	// deleted, while the cache still showed it alive.
 	podSetGone bool
+	// notOnServer is set when that read found no PodSet of this UID
+	// (deleted, or replaced by a namesake): no status is written either.
+	notOnServer bool
 	// revisions are the PodSet's pod template revisions.
 	revisions revisionState
 	// firstRevision, when set, reports the create of a new PodSet's first
@@ -178,6 +185,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.unseenWrites.forget(req.String())
 			r.strays.forget(req.NamespacedName)
 			r.cacheChecks.forget(req.String())
+			r.podSetReads.forget(req.String())
 			r.recentRevisions.forgetPodSet(req.String())
 			r.namespaceTerminating.forget(req.String())
 			r.background.forget(req.String())
@@ -200,6 +208,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// is current, neither scaling nor status can be right: stop here and
 	// retry.
 	for _, phase := range []func(context.Context, *podSetScope) error{
+		r.readPodSetWhileItsWatchIsDown,
 		r.releaseStrays,
 		r.claimPods,
 		r.syncRevisions,
@@ -255,6 +264,10 @@ func nextWakeUp(s *podSetScope) time.Duration {
 // differs from what the PodSet already reports and is worth a write now (see
 // status_pacing.go).
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
+	if s.notOnServer {
+		// A status patch names the PodSet: it would land on a namesake.
+		return nil
+	}
 	now := time.Now()
 	status := computeStatus(s.podSet, s.pods, &s.revisions, s.outcome, now)
 	switch {
@@ -320,6 +333,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	r.unseenWrites = newUnseenStatusWrites()
 	r.strays = newStrayPods()
 	r.cacheChecks = newPodCacheChecks()
+	r.podSetReads = newPodSetReads()
 	r.fenced = newFencedPodSets()
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.fenced.release)

@@ -72,6 +72,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		unseenWrites:         newUnseenStatusWrites(),
 		strays:               newStrayPods(),
 		cacheChecks:          newPodCacheChecks(),
+		podSetReads:          newPodSetReads(),
 		fenced:               newFencedPodSets(),
 		recentRevisions:      newRecentRevisions(),
 		namespaceTerminating: newPodSetKeys(),
@@ -121,19 +122,22 @@ func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fresh func() client.Object
+		// notOnServer: no PodSet of this UID, so no status either (a
+		// status patch names the PodSet, and would land on a namesake).
+		notOnServer bool
 	}{
-		{"deleted", func() client.Object { return nil }},
+		{"deleted", func() client.Object { return nil }, true},
 		{"being deleted", func() client.Object {
 			p := unitPodSet(3)
 			p.DeletionTimestamp = ptr.To(metav1.Now())
 			p.Finalizers = []string{"example.com/hold"}
 			return p
-		}},
+		}, false},
 		{"replaced by a namesake", func() client.Object {
 			p := unitPodSet(3)
 			p.UID = "another-uid"
 			return p
-		}},
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -150,6 +154,9 @@ func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 			pods := podsIn(g, c)
 			g.Expect(pods).To(HaveLen(1), "pods were created for a PodSet that is gone")
 			g.Expect(pods[0].OwnerReferences).To(BeEmpty(), "the orphan was adopted")
+			if tc.notOnServer {
+				g.Expect(statusOf(g, c, ps)).To(Equal(appv1alpha1.PodSetStatus{}), "a status was written for a PodSet the API server does not have")
+			}
 		})
 	}
 }

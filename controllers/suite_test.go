@@ -98,11 +98,12 @@ func runSuite(m *testing.M) int {
 
 	pods := NewPodIndex()
 	suitePods = pods
+	gaps := NewWatchGaps()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(nil, pods, suitePodSetMetrics),
+		Cache:                  CacheOptions(nil, pods, suitePodSetMetrics, gaps),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
@@ -116,6 +117,7 @@ func runSuite(m *testing.M) int {
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("podset-controller"),
 		Pods:                    pods,
+		WatchGaps:               gaps,
 		DefaultImage:            testOperandImage,
 		MaxConcurrentReconciles: 5,
 		StatusWriteInterval:     DefaultStatusWriteInterval,

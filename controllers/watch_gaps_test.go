@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // scriptedLW answers each watch with the next of watches (an error or a fake
@@ -55,7 +58,7 @@ func TestPodWatchGaps(t *testing.T) {
 
 	t.Run("a refused watch opens a gap, a watch resumed closes it", func(t *testing.T) {
 		g := NewWithT(t)
-		gaps := &podWatchGaps{}
+		gaps := &watchGaps{}
 		s := &scriptedLW{watches: []any{errRefused, errRefused, watch.NewFake()}}
 		lw := gaps.wrap(s.lw())
 		g.Expect(gaps.open()).To(BeZero())
@@ -72,7 +75,7 @@ func TestPodWatchGaps(t *testing.T) {
 
 	t.Run("an error event opens a gap that lasts until the relist", func(t *testing.T) {
 		g := NewWithT(t)
-		gaps := &podWatchGaps{}
+		gaps := &watchGaps{}
 		fake := watch.NewFake()
 		s := &scriptedLW{watches: []any{fake, watch.NewFake()}}
 		lw := gaps.wrap(s.lw())
@@ -99,7 +102,7 @@ func TestPodWatchGaps(t *testing.T) {
 
 	t.Run("a streamed relist closes the gap at the end of its initial events", func(t *testing.T) {
 		g := NewWithT(t)
-		gaps := &podWatchGaps{}
+		gaps := &watchGaps{}
 		fake := watch.NewFake()
 		s := &scriptedLW{watches: []any{errRefused, fake}}
 		lw := gaps.wrap(s.lw())
@@ -120,7 +123,7 @@ func TestPodWatchGaps(t *testing.T) {
 
 	t.Run("neither a 429 nor a cancelled watch is a gap", func(t *testing.T) {
 		g := NewWithT(t)
-		gaps := &podWatchGaps{}
+		gaps := &watchGaps{}
 		s := &scriptedLW{watches: []any{apierrors.NewTooManyRequests("slow down", 1), context.Canceled}}
 		lw := gaps.wrap(s.lw())
 		_, _ = lw.WatchWithContext(ctx, resumed)
@@ -132,7 +135,7 @@ func TestPodWatchGaps(t *testing.T) {
 
 	t.Run("one watch down is enough", func(t *testing.T) {
 		g := NewWithT(t)
-		gaps := &podWatchGaps{}
+		gaps := &watchGaps{}
 		a := gaps.wrap((&scriptedLW{watches: []any{errRefused}}).lw())
 		b := gaps.wrap((&scriptedLW{watches: []any{errRefused, watch.NewFake()}}).lw())
 		_, _ = a.WatchWithContext(ctx, resumed)
@@ -148,7 +151,7 @@ func TestPodWatchGaps(t *testing.T) {
 func TestGapWatchStopsWithoutAReader(t *testing.T) {
 	g := NewWithT(t)
 	fake := watch.NewRaceFreeFake()
-	lw := (&podWatchGaps{}).wrap((&scriptedLW{watches: []any{fake}}).lw())
+	lw := (&watchGaps{}).wrap((&scriptedLW{watches: []any{fake}}).lw())
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	fake.Add(&corev1.Pod{}) // never read
@@ -156,24 +159,40 @@ func TestGapWatchStopsWithoutAReader(t *testing.T) {
 	g.Eventually(w.(*gapWatch).passed).Should(BeClosed(), "the goroutine waits forever for a reader")
 }
 
-// The pod informers the manager builds through the index report their
-// watches' failures to it.
-func TestPodInformersReportTheirWatchGaps(t *testing.T) {
-	g := NewWithT(t)
-	x := NewPodIndex()
-	informer := x.newInformer((&scriptedLW{listErr: errRefused}).lw(), &corev1.Pod{}, 0, toolscache.Indexers{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go informer.RunWithContext(ctx)
-	g.Eventually(x.watchGaps.open, 5*time.Second, 10*time.Millisecond).ShouldNot(BeZero())
+// The pod and PodSet informers the manager builds through CacheOptions
+// report their watches' failures, each kind apart.
+func TestInformersReportTheirWatchGaps(t *testing.T) {
+	for _, tc := range []struct {
+		obj      runtime.Object
+		failures func(*WatchGaps) uint64
+		other    func(*WatchGaps) uint64
+	}{
+		{&corev1.Pod{}, (*WatchGaps).podFailures, (*WatchGaps).podSetFailures},
+		{&appv1alpha1.PodSet{}, (*WatchGaps).podSetFailures, (*WatchGaps).podFailures},
+	} {
+		t.Run(fmt.Sprintf("%T", tc.obj), func(t *testing.T) {
+			g := NewWithT(t)
+			gaps := NewWatchGaps()
+			opts := CacheOptions(nil, NewPodIndex(), nil, gaps)
+			informer := opts.NewInformer((&scriptedLW{listErr: errRefused}).lw(), tc.obj, 0, toolscache.Indexers{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go informer.RunWithContext(ctx)
+			g.Eventually(func() uint64 { return tc.failures(gaps) }, 5*time.Second, 10*time.Millisecond).ShouldNot(BeZero())
+			g.Expect(tc.other(gaps)).To(BeZero())
+		})
+	}
 }
 
 // brokenPodWatch makes r's pod index see its pod watch fail, and returns a
 // function that makes it deliver again.
 func brokenPodWatch(r *PodSetReconciler) (recovered func()) {
-	lw := r.Pods.watchGaps.wrap(&toolscache.ListWatch{})
-	r.Pods.watchGaps.failed(lw)
-	return func() { r.Pods.watchGaps.delivering(lw) }
+	if r.WatchGaps == nil {
+		r.WatchGaps = NewWatchGaps()
+	}
+	lw := r.WatchGaps.pods.wrap(&toolscache.ListWatch{})
+	r.WatchGaps.pods.failed(lw)
+	return func() { r.WatchGaps.pods.delivering(lw) }
 }
 
 func TestPodCacheChecksKeepTheHighestFailureCountChecked(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,61 +12,125 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// A pod watch that fails (the API server restarted or refuses it, a 410 Gone
+// A watch that fails (the API server restarted or refuses it, a 410 Gone
 // that forces a relist) delivers nothing until client-go's reflector has
 // watched again, after a backoff of up to 30 s doubled by jitter. Meanwhile
-// the pod cache misses whatever happens: pods deleted by others (the PodSet
-// would report pods that are gone and replace nothing), and, on a replica
-// that takes the lease in that gap, the pods the previous leader created (it
-// would create them again: an overshoot kube-controller-manager is exposed
-// to). Expectations cover only the PodSet's own writes.
+// the cache misses whatever happens:
 //
-// So the pod informers' lister-watchers are wrapped to see each failure, and
-// while any pod watch is down each PodSet reconciled checks its cached pods
-// against the API server once per failure before it acts
-// (pod_cache_check.go). The gap ends when a watch is open again: at once
-// for a watch resumed from a resourceVersion (the API server replays what
-// was missed from its watch cache), at the end of the initial events for a
-// relist streamed as a watch, after the list for a classic relist (the
-// reflector watches only once the list is in the cache).
+//   - to pods: pods deleted by others (the PodSet would report pods that are
+//     gone and replace nothing), and, on a replica that takes the lease in
+//     that gap, the pods the previous leader created (it would create them
+//     again: an overshoot kube-controller-manager is exposed to).
+//     Expectations cover only the PodSet's own writes.
+//   - to PodSets: a new spec (the PodSet would go on scaling to the replicas
+//     it had, or rolling to the template it had), or its deletion.
+//
+// So the pod and PodSet informers' lister-watchers are wrapped to see each
+// failure. While a pod watch is down, each PodSet reconciled checks its
+// cached pods against the API server once per failure before it acts
+// (pod_cache_check.go); while a PodSet watch is down, each reads itself from
+// the API server once per failure (podset_cache_check.go). The gap ends when
+// a watch is open again: at once for a watch resumed from a resourceVersion
+// (the API server replays what was missed from its watch cache), at the end
+// of the initial events for a relist streamed as a watch, after the list for
+// a classic relist (the reflector watches only once the list is in the
+// cache).
 //
 // Not counted as failures: a watch the API server ends normally (its timeout,
 // or a consumer it found too slow) is resumed from its resourceVersion and
 // misses nothing; nor a 429, the API server's way to ask for fewer requests,
-// which a list per PodSet would not help. Awaited events that are late for
+// which a read per PodSet would not help. Awaited events that are late for
 // those reasons are what lagging_podsets.go looks for.
 
-// podWatchGaps counts the pod watches' failures and knows which are down.
-type podWatchGaps struct {
+// WatchGaps knows whether the pod and PodSet informers' watches deliver.
+// CacheOptions wires it to the informers; a nil WatchGaps sees no gap.
+type WatchGaps struct {
+	pods    watchGaps
+	podSets watchGaps
+}
+
+// NewWatchGaps returns a WatchGaps that has seen no failure.
+func NewWatchGaps() *WatchGaps {
+	return &WatchGaps{pods: watchGaps{kind: "pod"}, podSets: watchGaps{kind: "PodSet"}}
+}
+
+var gapLog = logf.Log.WithName("watch-gaps")
+
+// wrap returns lw watched for gaps when obj is a pod or a PodSet, lw itself
+// otherwise.
+func (g *WatchGaps) wrap(obj runtime.Object, lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	if g == nil {
+		return lw
+	}
+	switch obj.(type) {
+	case *corev1.Pod:
+		return g.pods.wrap(lw)
+	case *appv1alpha1.PodSet:
+		return g.podSets.wrap(lw)
+	}
+	return lw
+}
+
+// podFailures and podSetFailures are watchGaps.open of each kind.
+func (g *WatchGaps) podFailures() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.pods.open()
+}
+
+func (g *WatchGaps) podSetFailures() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.podSets.open()
+}
+
+// watchGaps counts the failures of one kind's watches (one per namespace
+// when the cache watches a list of namespaces) and knows which are down.
+type watchGaps struct {
+	kind     string
 	mu       sync.Mutex
 	failures uint64
 	down     map[*gapWatchingLW]bool
 }
 
 // failed records a failure of lw's list or watch.
-func (g *podWatchGaps) failed(lw *gapWatchingLW) {
+func (g *watchGaps) failed(lw *gapWatchingLW) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.down == nil {
 		g.down = map[*gapWatchingLW]bool{}
 	}
 	g.failures++
+	if len(g.down) == 0 {
+		gapLog.Info("a watch is down: each PodSet reconciled checks its cache against the API server before it acts", "kind", g.kind)
+	}
 	g.down[lw] = true
 }
 
 // delivering records that lw's watch is open and its cache current again.
-func (g *podWatchGaps) delivering(lw *gapWatchingLW) {
+func (g *watchGaps) delivering(lw *gapWatchingLW) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.down[lw] {
+		return
+	}
 	delete(g.down, lw)
+	if len(g.down) == 0 {
+		gapLog.Info("the watches deliver again", "kind", g.kind, "failures", g.failures)
+	}
 }
 
-// open returns the number of failures so far while a pod watch is down, and
+// open returns the number of failures so far while a watch is down, and
 // 0 when every one delivers. The count only grows, so a PodSet that
 // remembers the count it was checked at knows whether a failure came since.
-func (g *podWatchGaps) open() uint64 {
+func (g *watchGaps) open() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.down) == 0 {
@@ -75,16 +140,16 @@ func (g *podWatchGaps) open() uint64 {
 }
 
 // wrap returns lw watched for gaps.
-func (g *podWatchGaps) wrap(lw toolscache.ListerWatcher) *gapWatchingLW {
+func (g *watchGaps) wrap(lw toolscache.ListerWatcher) *gapWatchingLW {
 	return &gapWatchingLW{inner: toolscache.ToListerWatcherWithContext(lw), unwrapped: lw, gaps: g}
 }
 
-// gapWatchingLW is a pod informer's lister-watcher that reports its failures
+// gapWatchingLW is an informer's lister-watcher that reports its failures
 // and recoveries to gaps.
 type gapWatchingLW struct {
 	inner     toolscache.ListerWatcherWithContext
 	unwrapped toolscache.ListerWatcher
-	gaps      *podWatchGaps
+	gaps      *watchGaps
 }
 
 var (
@@ -92,7 +157,7 @@ var (
 	_ toolscache.ListerWatcherWithContext = &gapWatchingLW{}
 )
 
-// fails reports whether err means that the pod cache stops being updated.
+// fails reports whether err means that the cache stops being updated.
 func fails(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() == nil && !apierrors.IsTooManyRequests(err)
 }

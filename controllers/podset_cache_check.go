@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// While a PodSet watch is down (watch_gaps.go) the cached PodSet may be
+// older than the API server's: a spec the user changed in the gap (replicas,
+// template, paused), or its deletion. Acting on the cached copy would go on
+// scaling to the replicas it had, or rolling to the template it had, until
+// the relist. So the first reconcile of each PodSet after each failure reads
+// it from the API server (one read per PodSet reconciled in the gap, as the
+// pod cache check costs one list), and every reconcile acts on what was read
+// until the cache has caught up with it: going back to the stale copy at the
+// next pod event would undo what the first one did.
+
+// podSetReads remembers, per PodSet, the PodSet watch failures it was last
+// read from the API server after, and what was read until the cache has it.
+type podSetReads struct {
+	mu      sync.Mutex
+	read    map[string]uint64
+	fresher map[string]*appv1alpha1.PodSet
+}
+
+func newPodSetReads() *podSetReads {
+	return &podSetReads{read: map[string]uint64{}, fresher: map[string]*appv1alpha1.PodSet{}}
+}
+
+func (p *podSetReads) upToDate(key string, failures uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.read[key] >= failures
+}
+
+// done records a read of key after failures.
+func (p *podSetReads) done(key string, failures uint64, read *appv1alpha1.PodSet) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read[key] = max(p.read[key], failures)
+	p.fresher[key] = read.DeepCopy()
+}
+
+// fresherThan returns a copy of what was last read of key if it is newer than
+// cached, and forgets it once the cache has caught up.
+func (p *podSetReads) fresherThan(key string, cached *appv1alpha1.PodSet) *appv1alpha1.PodSet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	read, ok := p.fresher[key]
+	if !ok {
+		return nil
+	}
+	if !newerVersion(read.ResourceVersion, cached.ResourceVersion) {
+		delete(p.fresher, key)
+		return nil
+	}
+	return read.DeepCopy()
+}
+
+func (p *podSetReads) forget(namespacedName string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	deletePodSetKeys(p.read, namespacedName)
+	deletePodSetKeys(p.fresher, namespacedName)
+}
+
+// readPodSetWhileItsWatchIsDown makes the reconcile act on the API server's
+// PodSet rather than the cached one: read once per PodSet watch failure, and
+// kept until the cache has caught up. Otherwise it costs nothing.
+func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s *podSetScope) error {
+	if read := r.podSetReads.fresherThan(s.key, s.podSet); read != nil {
+		r.actOn(s, read)
+	}
+	failures := r.WatchGaps.podSetFailures()
+	if failures == 0 || r.podSetReads.upToDate(s.key, failures) {
+		return nil
+	}
+	fresh, err := r.readPodSet(ctx, s)
+	if err != nil || fresh == nil {
+		return err
+	}
+	r.podSetReads.done(s.key, failures, fresh)
+	r.actOn(s, fresh)
+	return nil
+}
+
+// actOn makes ps, read from the API server, the PodSet of the reconcile; a
+// status the operator wrote since is the base of its next one.
+func (r *PodSetReconciler) actOn(s *podSetScope, ps *appv1alpha1.PodSet) {
+	r.unseenWrites.restore(s.key, ps)
+	s.podSet = ps
+}
+
+// readPodSet reads the scope's PodSet from the API server. When the API
+// server has no PodSet of that UID (deleted, or replaced by a namesake), it
+// returns nil and marks the scope: the cached copy is stale, and the
+// reconcile neither scales nor writes a status, which would land on the
+// namesake (a status patch names the PodSet, not its UID).
+func (r *PodSetReconciler) readPodSet(ctx context.Context, s *podSetScope) (*appv1alpha1.PodSet, error) {
+	fresh := &appv1alpha1.PodSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.podSet), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.podSetGone, s.notOnServer = true, true
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the PodSet from the API server: %w", err)
+	}
+	if fresh.UID != s.podSet.UID {
+		s.podSetGone, s.notOnServer = true, true
+		return nil, nil
+	}
+	return fresh, nil
+}

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// brokenPodSetWatch makes r see its PodSet watch fail.
+func brokenPodSetWatch(r *PodSetReconciler) {
+	if r.WatchGaps == nil {
+		r.WatchGaps = NewWatchGaps()
+	}
+	r.WatchGaps.podSets.failed(r.WatchGaps.podSets.wrap(&toolscache.ListWatch{}))
+}
+
+// The user scaled the PodSet down while the operator's PodSet watch was
+// down: its cache still has the old replicas. A reconcile brought by a pod
+// event acts on the API server's spec, not on the stale one.
+func TestReconcileWhileThePodSetWatchIsDownActsOnTheAPIServersSpec(t *testing.T) {
+	g := NewWithT(t)
+	cached := unitPodSet(3)
+	cached.ResourceVersion = "10"
+	pods := ownedPods(cached, 3)
+	onServer := cached.DeepCopy()
+	onServer.Spec.Replicas = ptr.To[int32](1)
+	onServer.Generation = 2
+	onServer.ResourceVersion = "20"
+	r, c := unitReconciler(t, pods, unitClientBuilder(onServer).Build(), asObjects(cached, pods)...)
+	r.statusPacer = newStatusPacer(0)
+	brokenPodSetWatch(r)
+
+	_, err := reconcileOnce(r, cached)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(1), "the PodSet went on with the replicas its stale copy had")
+
+	// The deletions were seen; the PodSet cache is still stale. The read is
+	// not repeated (once per failure), and what it read still rules: the
+	// stale copy's 3 replicas would create 2 pods again.
+	r.Pods = podIndexWith(t, pods[:1])
+	r.Expectations = NewExpectations(DefaultExpectationsTimeout)
+	r.APIReader = nil // any uncached read would now panic
+	_, err = reconcileOnce(r, cached)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(1), "the PodSet went back to its stale copy")
+	g.Expect(statusOf(g, c, cached).ObservedGeneration).To(Equal(int64(2)))
+}
+
+func TestPodSetReadsAreKeptUntilTheCacheHasThem(t *testing.T) {
+	g := NewWithT(t)
+	p := newPodSetReads()
+	cached := unitPodSet(3)
+	cached.ResourceVersion = "10"
+	read := cached.DeepCopy()
+	read.ResourceVersion = "20"
+	read.Spec.Replicas = ptr.To[int32](1)
+	key := "ns/web/uid"
+	g.Expect(p.fresherThan(key, cached)).To(BeNil())
+	p.done(key, 1, read)
+	g.Expect(p.upToDate(key, 1)).To(BeTrue())
+	g.Expect(p.upToDate(key, 2)).To(BeFalse())
+	g.Expect(p.fresherThan(key, cached).Spec.Replicas).To(HaveValue(Equal(int32(1))))
+	caughtUp := read.DeepCopy()
+	caughtUp.ResourceVersion = "21"
+	g.Expect(p.fresherThan(key, caughtUp)).To(BeNil())
+	g.Expect(p.fresherThan(key, cached)).To(BeNil(), "forgotten once the cache had it")
+}
+
+// Deleted, or replaced by a namesake, while the watch was down: nothing is
+// created for the stale copy, and no status is written (it would land on
+// the namesake).
+func TestReconcileWhileThePodSetWatchIsDownFindsItGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		onServer []*appv1alpha1.PodSet
+	}{
+		{"deleted", nil},
+		{"replaced by a namesake", []*appv1alpha1.PodSet{func() *appv1alpha1.PodSet {
+			p := unitPodSet(1)
+			p.UID = "another-uid"
+			return p
+		}()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ps := unitPodSet(3)
+			builder := unitClientBuilder()
+			for _, p := range tc.onServer {
+				builder = builder.WithObjects(p)
+			}
+			r, c := unitReconciler(t, nil, builder.Build(), ps)
+			brokenPodSetWatch(r)
+
+			_, err := reconcileOnce(r, ps)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podsIn(g, c)).To(BeEmpty(), "pods were created for a PodSet the API server no longer has")
+			g.Expect(statusOf(g, c, ps)).To(Equal(appv1alpha1.PodSetStatus{}))
+		})
+	}
+}
+
+// Without a PodSet watch failure, or once its watches deliver again, the
+// cached PodSet is what the reconcile acts on, with no read.
+func TestReconcileReadsThePodSetOnlyWhileItsWatchIsDown(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(2)
+	r, c := unitReconciler(t, nil, nil, ps)
+	r.APIReader = nil // any uncached read would panic
+	_, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(2))
+
+	gaps := NewWatchGaps()
+	lw := gaps.podSets.wrap(&toolscache.ListWatch{})
+	gaps.podSets.failed(lw)
+	gaps.podSets.delivering(lw)
+	r.WatchGaps = gaps
+	_, err = reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(2))
+}
