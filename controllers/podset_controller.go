@@ -125,9 +125,10 @@ type podSetScope struct {
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*corev1.Pod
-	// podSetGone is set when a read from the API server (before adopting
-	// orphans) found the PodSet deleted, replaced by a namesake, or being
-	// deleted, while the cache still showed it alive.
+	// podSetGone is set when a read from the API server (readPodSet: while
+	// the PodSet watch is down, before adopting orphans, or when the pod
+	// cache is behind) found the PodSet deleted, replaced by a namesake, or
+	// being deleted, while the cache still showed it alive.
 	podSetGone bool
 	// notOnServer is set when that read found no PodSet of this UID
 	// (deleted, or replaced by a namesake): no status is written either.
