@@ -147,9 +147,7 @@ func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
 	if r.Fence != nil {
 		d.pauses = r.Fence.Trips()
 	}
-	if r.WatchGaps != nil {
-		d.watchFailures = r.WatchGaps.podFailures()
-	}
+	d.watchFailures = r.WatchGaps.podFailures()
 	return d
 }
 
