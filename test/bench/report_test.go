@@ -25,3 +25,28 @@ func TestSummariseDirectFigurePerShape(t *testing.T) {
 	}
 	g.Expect(direct).To(Equal(map[string]float64{"1x1000": 3, "1000x1": 7}))
 }
+
+// The chart shows the five times the targets judge, for every shape, and
+// none of the other figures in seconds (CPU, per-owner latencies, the
+// scale-down's parts), which crowded its labels.
+func TestChartShowsTheJudgedTimesOfEveryShape(t *testing.T) {
+	g := NewWithT(t)
+	var charted []string
+	for _, row := range chartRows(summarise(nil, []shape{{1, 1000}, {100, 10}})) {
+		charted = append(charted, row.Shape+" "+row.Figure)
+	}
+	var want []string
+	for _, s := range []string{"1x1000", "100x10"} {
+		for _, f := range []string{"all pods created (s)", "all pods bound to a node (s)", "all pods Ready (s)", "status caught up (s)", "scale down by half (s)"} {
+			want = append(want, s+" "+f)
+		}
+	}
+	g.Expect(charted).To(Equal(want))
+	tabled := map[string]bool{}
+	for _, f := range figures {
+		tabled[f.name] = true
+	}
+	for name := range chartedFigures {
+		g.Expect(tabled).To(HaveKey(name), "a charted figure the table no longer has")
+	}
+}
