@@ -368,7 +368,7 @@ test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK)
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: cluster-tools build ## Run the full benchmark (about 15 min on 2 cores); writes docs/benchmarks.json and docs/benchmarks.png.
+bench: cluster-tools build ## Run the full benchmark (about 25 min on 2 cores with 3 runs); writes docs/benchmarks.json and docs/benchmarks.png.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
 
