@@ -64,7 +64,7 @@ type options struct {
 	smoke, rss, requests, keepLogs           bool
 	rssShape                                 shape
 	rssForeign                               int
-	phaseTimeout                             time.Duration
+	phaseTimeout, stallTimeout               time.Duration
 	operatorArgs                             []string
 }
 
@@ -84,6 +84,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.crdDir, "crd-dir", "config/crd/bases", "the CRD manifests")
 	flag.IntVar(&o.nodes, "nodes", 6, "kwok nodes, 5000 pod slots each")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "the longest one scale-up or scale-down may take")
+	flag.DurationVar(&o.stallTimeout, "stall-timeout", time.Minute, "give a scaling, direct or rollout phase up once its watches have seen no event for this long (0: never); the run is reported and left out of the medians")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "when set, run the operator with pprof and save a CPU profile of each PodSet scale-up and a heap profile after it here")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the cluster's logs (the operator's, the API server's, the audit log with -requests) in -out/run-logs even when the run set passes, for tracing; a failed run set always keeps them in -out/failed-run-logs")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
@@ -161,6 +162,12 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("\nbenchmark finished in %s\n", time.Since(began).Round(time.Second))
+	if out := leftOut(rep); len(out) > 0 {
+		fmt.Fprintln(os.Stderr, "bench: left out of the medians:")
+		for _, o := range out {
+			fmt.Fprintln(os.Stderr, "  -", o)
+		}
+	}
 	if bad := violations(rep); len(bad) > 0 {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:")
 		for _, v := range bad {
@@ -200,7 +207,7 @@ func violations(r report) []string {
 
 func benchmark(ctx context.Context, o options) (rep report, err error) {
 	rep = report{Config: benchSettings{
-		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst, KwokPodParallelism: kwokPodParallelism,
+		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst, KwokPodParallelism: kwokPodParallelism, StallTimeoutSeconds: o.stallTimeout.Seconds(),
 		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism,
 	}}
 	for _, s := range o.shapes {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,18 +18,48 @@ const settle = 2 * time.Second
 // cleanupTimeout bounds the wait for a namespace's pods to be gone.
 const cleanupTimeout = 5 * time.Minute
 
-// waitUntil polls cond until it holds. The watchers timestamp what they see
-// themselves, so the polling period does not affect the measurements.
-func waitUntil(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+// errStalled marks a phase given up because nothing moved.
+var errStalled = errors.New("stalled")
+
+// eventCount counts the events a watcher observed: the benchmark's measure
+// of progress, the same for every kind of controller.
+type eventCount struct{ n atomic.Uint64 }
+
+func (e *eventCount) saw()           { e.n.Add(1) }
+func (e *eventCount) events() uint64 { return e.n.Load() }
+
+type watched interface{ events() uint64 }
+
+// waitUntil polls cond until it holds, for at most timeout. The watchers
+// timestamp what they see themselves, so the polling period does not affect
+// the measurements. With a stall bound, it also gives up once none of the
+// watched watchers has seen an event for that long. A controller that stops
+// partway (an independent harness once saw the ReplicaSet controller sit at
+// 328 of 1000 pods for 180 s) then fails its run, which is reported and
+// left out of the medians, instead of counting as a slow run; either kind
+// alike, since both are watched the same way.
+func waitUntil(ctx context.Context, timeout, stall time.Duration, what string, cond func() bool, ws ...watched) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+	events := func() (n uint64) {
+		for _, w := range ws {
+			n += w.events()
+		}
+		return n
+	}
+	seen, since := events(), time.Now()
 	for !cond() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
+		case now := <-t.C:
+			if n := events(); n != seen {
+				seen, since = n, now
+			} else if stall > 0 && len(ws) > 0 && now.Sub(since) >= stall {
+				return fmt.Errorf("waiting for %s: %w, no event for %s", what, errStalled, stall)
+			}
 		}
 	}
 	return nil
@@ -173,9 +204,9 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 		return fmt.Errorf("creating owners: %w", err)
 	}
 	ownersCreated := time.Now()
-	if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod Ready and every status caught up", func() bool {
+	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "every pod Ready and every status caught up", func() bool {
 		return pw.counts().allReady > 0 && ow.caughtUpAfter() > 0
-	}); err != nil {
+	}, pw, ow); err != nil {
 		c := pw.counts()
 		return fmt.Errorf("%w (created %d, live %d, ready %d of %d)", err, c.created, c.live, c.readyLive, res.Target)
 	}
@@ -215,10 +246,11 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	if err := driver.scale(ctx, ns, res.Owners, down); err != nil {
 		return fmt.Errorf("scaling owners down: %w", err)
 	}
-	if err := waitUntil(ctx, b.opts.phaseTimeout, "scale-down", func() bool {
+	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "scale-down", func() bool {
 		return pw.counts().liveReached > 0 && ow.caughtUpAfter() > 0
-	}); err != nil {
-		return err
+	}, pw, ow); err != nil {
+		c := pw.counts()
+		return fmt.Errorf("%w (live %d, target %d)", err, c.live, wantLive)
 	}
 	res.ScaleDownPodsS, res.ScaleDownStatusS = secs(pw.counts().liveReached), secs(ow.caughtUpAfter())
 	res.ScaleDownS = max(res.ScaleDownPodsS, res.ScaleDownStatusS)
@@ -306,7 +338,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		if err := create(); err != nil {
 			return err
 		}
-		if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod Ready", func() bool { return pw.counts().allReady > 0 }); err != nil {
+		if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "every pod Ready", func() bool { return pw.counts().allReady > 0 }, pw); err != nil {
 			return err
 		}
 		c := pw.counts()
@@ -328,7 +360,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		if err := del(); err != nil {
 			return err
 		}
-		if err := waitUntil(ctx, b.opts.phaseTimeout, "scale-down", func() bool { return pw.counts().liveReached > 0 }); err != nil {
+		if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "scale-down", func() bool { return pw.counts().liveReached > 0 }, pw); err != nil {
 			return err
 		}
 		c = pw.counts()
@@ -379,7 +411,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
 				return err
 			}
-			if err := waitUntil(ctx, b.opts.phaseTimeout, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {
+			if err := waitUntil(ctx, b.opts.phaseTimeout, 0, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {
 				return err
 			}
 		}
@@ -408,7 +440,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 				}
 			}()
 		}
-		if err := waitUntil(ctx, 2*b.opts.phaseTimeout, "owned PodSets caught up", func() bool { return ow.caughtUpAfter() > 0 }); err != nil {
+		if err := waitUntil(ctx, 2*b.opts.phaseTimeout, 0, "owned PodSets caught up", func() bool { return ow.caughtUpAfter() > 0 }); err != nil {
 			return err
 		}
 		res.SettledS = secs(ow.caughtUpAfter())

@@ -138,6 +138,7 @@ type benchSettings struct {
 	KwokPodParallelism      int      `json:"kwokPodParallelism,omitempty"`
 	OperatorArgs            []string `json:"operatorArgs"`
 	ClientParallelism       int      `json:"benchClientParallelism"`
+	StallTimeoutSeconds     float64  `json:"stallTimeoutSeconds,omitempty"`
 	MaxConcurrentReconciles string   `json:"note,omitempty"`
 }
 
@@ -198,6 +199,25 @@ var figures = []struct {
 	{"controller CPU (s)", func(p phaseResult) float64 { return p.ControllerCPUS }, true, false},
 	{"kube-apiserver CPU over the phase (s)", func(p phaseResult) float64 { return p.APIServerCPUS }, true, false},
 	{"etcd, kube-scheduler and kwok CPU over the phase (s)", func(p phaseResult) float64 { return p.NodesCPUS }, true, false},
+}
+
+// leftOut lists the runs whose figures are not in the medians: every phase
+// and rollout, of any kind, that timed out, stalled or failed, with why. A
+// PodSet's also fails the run set (violations); the others' are reported
+// here so that a set whose medians rest on fewer runs says so.
+func leftOut(r report) []string {
+	var out []string
+	for _, p := range r.Phases {
+		if p.Error != "" {
+			out = append(out, fmt.Sprintf("%s %s run %d: %s", p.Kind, p.Shape, p.Run, p.Error))
+		}
+	}
+	for _, p := range r.Rollouts {
+		if p.Error != "" {
+			out = append(out, fmt.Sprintf("rollout %s %s run %d: %s", p.Kind, p.Shape, p.Run, p.Error))
+		}
+	}
+	return out
 }
 
 func summarise(phases []phaseResult, shapes []shape) []medianRow {

@@ -82,6 +82,7 @@ func rolloutBounds(replicas int) (maxLive, minReady int) {
 
 // rolloutWatcher follows every pod of a namespace by owner.
 type rolloutWatcher struct {
+	eventCount
 	mu     sync.Mutex
 	start  time.Time
 	owners map[string]*ownerPods
@@ -141,6 +142,7 @@ func (w *rolloutWatcher) observe(obj any, deleted bool) {
 		return
 	}
 	now := time.Now()
+	w.saw()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	o := w.owners[podOwner(p)]
@@ -206,6 +208,7 @@ func rolledOut(u *unstructured.Unstructured, replicas int64) bool {
 
 // statusWatcher records when every owner first reports the rollout done.
 type statusWatcher struct {
+	eventCount
 	mu       sync.Mutex
 	start    time.Time
 	replicas int64
@@ -224,6 +227,7 @@ func watchRolloutStatus(ctx context.Context, dc dynamic.Interface, gvr schema.Gr
 			return
 		}
 		now := time.Now()
+		w.saw()
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.owners[u.GetName()] = rolledOut(u, w.replicas) && !w.start.IsZero() &&
@@ -352,7 +356,7 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 	if err := driver.create(ctx, ns, res.Owners, res.Replicas); err != nil {
 		return fmt.Errorf("creating owners: %w", err)
 	}
-	if err := waitUntil(ctx, b.opts.phaseTimeout, "every old pod Ready", func() bool {
+	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "every old pod Ready", func() bool {
 		pw.mu.Lock()
 		defer pw.mu.Unlock()
 		ready := 0
@@ -360,7 +364,7 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 			ready += o.readyLive
 		}
 		return ready >= res.Target && len(pw.owners) >= res.Owners
-	}); err != nil {
+	}, pw); err != nil {
 		return err
 	}
 	time.Sleep(settle)
@@ -375,10 +379,10 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 	if err := driver.roll(ctx, ns, res.Owners); err != nil {
 		return fmt.Errorf("changing the template: %w", err)
 	}
-	if err := waitUntil(ctx, b.opts.phaseTimeout, "every pod rolled and every status caught up", func() bool {
+	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "every pod rolled and every status caught up", func() bool {
 		done, _, _, _ := pw.result()
 		return done > 0 && sw.rolledAfter() > 0
-	}); err != nil {
+	}, pw, sw); err != nil {
 		done, maxLive, minReady, created := pw.result()
 		return fmt.Errorf("%w (pods rolled after %s, new pods %d, most live per owner %d, fewest ready %d)", err, done, created, maxLive, minReady)
 	}

@@ -24,6 +24,7 @@ import (
 // is created, and records when counts first reach the phase's targets. All
 // times are offsets from start.
 type podWatcher struct {
+	eventCount
 	mu    sync.Mutex
 	start time.Time
 	pods  map[types.UID]podState
@@ -101,6 +102,7 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 		return
 	}
 	now := time.Now()
+	w.saw()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	old, seen := w.pods[p.UID]
@@ -191,6 +193,7 @@ func (w *podWatcher) counts() podCounts {
 // records when every one of them first reports, for its current spec, the
 // wanted number of ready replicas.
 type ownerWatcher struct {
+	eventCount
 	mu     sync.Mutex
 	start  time.Time
 	owners map[string]bool // name -> status caught up with the spec
@@ -244,6 +247,7 @@ func (w *ownerWatcher) observe(obj any) {
 		return
 	}
 	now := time.Now()
+	w.saw()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.owners[u.GetName()] = caughtUp(u, w.wantReplicas)
