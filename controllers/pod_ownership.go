@@ -58,25 +58,12 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 	return kerrors.NewAggregate(errs)
 }
 
-// adoptPods makes the PodSet the controller of the orphans. The cached PodSet
-// may be stale, so it is first read again from the API server: a PodSet that
-// is being deleted, or that was replaced by a namesake, must not adopt pods
-// the garbage collector would then leave behind or delete wrongly.
-//
-// When the fresh read finds the PodSet deleted, replaced or being deleted,
-// the cached copy is stale: the scope is marked (podSetGone), and the
-// reconcile must not create pods from it either (as the ReplicaSet
-// controller skips manageReplicas then); the PodSet's own deletion event
-// brings what comes next.
+// adoptPods makes the PodSet the controller of the orphans, once a fresh read
+// has shown it live (see confirmLive).
 func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphans []*corev1.Pod) (adopted []*corev1.Pod, err error) {
 	ps := s.podSet
-	fresh, err := r.readPodSet(ctx, s)
-	if err != nil || fresh == nil {
+	if live, err := r.confirmLive(ctx, s); !live || err != nil {
 		return nil, err
-	}
-	if fresh.DeletionTimestamp != nil {
-		s.podSetGone = true
-		return nil, nil
 	}
 
 	var errs []error

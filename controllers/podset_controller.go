@@ -3,7 +3,7 @@
 // podset_controller.go orchestrates one reconcile; each concern lives in its
 // own file: pod_index.go (the cached pods by controller and label),
 // pod_ownership.go (which pods are the PodSet's: adoption and release),
-// revisions.go (the pod template's ControllerRevisions; the pure part is in
+// revision_ownership.go (the same for its revisions), revisions.go (the pod template's ControllerRevisions; the pure part is in
 // package revision), rolling_update.go (what one step creates and deletes;
 // the arithmetic is in package rollout), scaling.go (creating and deleting
 // pods under expectations.go), slow_start.go, deletion_ranking.go,
@@ -133,6 +133,9 @@ type podSetScope struct {
 	// notOnServer is set when that read found no PodSet of this UID
 	// (deleted, or replaced by a namesake): no status is written either.
 	notOnServer bool
+	// liveConfirmed, once set, is what the read before adopting found
+	// (confirmLive): whether the PodSet may adopt pods and revisions.
+	liveConfirmed *bool
 	// revisions are the PodSet's pod template revisions.
 	revisions revisionState
 	// firstRevision, when set, reports the create of a new PodSet's first
@@ -212,6 +215,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.readPodSetWhileItsWatchIsDown,
 		r.releaseStrays,
 		r.claimPods,
+		r.claimRevisions,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
 		r.checkPodCache,
@@ -354,6 +358,9 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revisionControllerField, indexRevisionByController); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

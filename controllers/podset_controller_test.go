@@ -83,7 +83,8 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 func unitClientBuilder(objs ...client.Object) *fake.ClientBuilder {
 	return fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
 		WithStatusSubresource(&appv1alpha1.PodSet{}).
-		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet)
+		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).
+		WithIndex(&appsv1.ControllerRevision{}, revisionControllerField, indexRevisionByController)
 }
 
 func reconcileOnce(r *PodSetReconciler, ps *appv1alpha1.PodSet) (ctrl.Result, error) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,9 @@ const maxCollisionRetries = 5
 type revisionState struct {
 	// all are the PodSet's ControllerRevisions, update revision included.
 	all []*appsv1.ControllerRevision
+	// namesakesCached is set when the cache holds a revision labelled
+	// with the PodSet's name, whoever controls it.
+	namesakesCached bool
 	// update is the revision of the spec's pod template; current is the
 	// one the pods ran before the rollout in progress (update when none is).
 	update, current *appsv1.ControllerRevision
@@ -47,38 +51,13 @@ func (rs *revisionState) canCreateOld() bool {
 	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
 }
 
-// revisionPodSetField indexes the cached ControllerRevisions by the PodSet
-// their label names. Listed by namespace and label alone, every reconcile
-// scanned every revision of its namespace: with thousands of PodSets in one
-// namespace that made the operator's CPU grow with the square of their
-// number (docs/benchmarks.md, "Growth").
-const revisionPodSetField = "podSetRevisionLabel"
-
-// indexRevisionByPodSet is the index function of revisionPodSetField.
-func indexRevisionByPodSet(obj client.Object) []string {
-	if name, ok := obj.GetLabels()[LabelPodSet]; ok {
-		return []string{name}
-	}
-	return nil
-}
-
 // syncRevisions finds or creates the ControllerRevision of the PodSet's pod
-// template and works out the current one. A template that equals a stored
+// template among the revisions claimRevisions found, and works out the
+// current one. A template that equals a stored
 // revision (a rollback) reuses it, hash and all, with the next revision
 // number, so that pods still running it are kept.
 func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) error {
-	ps := s.podSet
-	list := &appsv1.ControllerRevisionList{}
-	if err := r.List(ctx, list, client.InNamespace(ps.Namespace), client.MatchingFields{revisionPodSetField: ps.Name},
-		client.MatchingLabels{LabelPodSet: ps.Name, LabelManagedBy: ManagedByValue}); err != nil {
-		return fmt.Errorf("listing revisions: %w", err)
-	}
-	rs := &s.revisions
-	for i := range list.Items {
-		if isControlledBy(&list.Items[i], ps.UID) {
-			rs.all = append(rs.all, &list.Items[i])
-		}
-	}
+	ps, rs := s.podSet, &s.revisions
 	rs.collisionCount = ps.Status.CollisionCount
 	rs.updateTemplate = revision.FromPodSet(ps)
 
@@ -94,7 +73,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	}
 	var err error
 	switch {
-	case update == nil && len(list.Items) == 0 && len(s.pods) == 0:
+	case update == nil && !rs.namesakesCached && len(s.pods) == 0:
 		update, err = r.startFirstRevision(ctx, s)
 	case update == nil:
 		update, err = r.createRevision(ctx, s)
@@ -111,25 +90,38 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 }
 
 // currentRevision is the revision the pods ran before the rollout in
-// progress: status.currentRevision while some live pod runs another revision
-// than the update one and that revision is still stored; otherwise the update
-// revision.
+// progress, while some live pod runs another revision than the update one:
+// status.currentRevision when it is still stored; for a PodSet that has
+// never written it (one re-created over the pods and revisions it adopted),
+// the newest stored revision that a live pod runs. Otherwise it is the
+// update revision.
 func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
-	rollingOut := false
+	running := map[string]bool{}
 	for _, pod := range pods {
-		if isPodLive(pod) && pod.Labels[LabelRevisionHash] != rs.updateHash {
-			rollingOut = true
-			break
+		if hash := pod.Labels[LabelRevisionHash]; isPodLive(pod) && hash != rs.updateHash {
+			running[hash] = true
 		}
 	}
-	if rollingOut && ps.Status.CurrentRevision != "" && ps.Status.CurrentRevision != rs.update.Name {
-		for _, cr := range rs.all {
+	if len(running) == 0 || ps.Status.CurrentRevision == rs.update.Name {
+		return rs.update, rs.updateTemplate, rs.updateHash
+	}
+	var current *appsv1.ControllerRevision
+	for _, cr := range rs.all {
+		switch {
+		case ps.Status.CurrentRevision != "":
 			if cr.Name != ps.Status.CurrentRevision {
 				continue
 			}
-			if tmpl, err := revision.Decode(cr); err == nil {
-				return cr, tmpl, revisionHash(cr)
-			}
+		case cr.Name == rs.update.Name || !running[revisionHash(cr)]:
+			continue
+		case current != nil && current.Revision >= cr.Revision:
+			continue
+		}
+		current = cr
+	}
+	if current != nil {
+		if tmpl, err := revision.Decode(current); err == nil {
+			return current, tmpl, revisionHash(current)
 		}
 	}
 	return rs.update, rs.updateTemplate, rs.updateHash
@@ -211,8 +203,9 @@ func (r *PodSetReconciler) newRevision(ps *appv1alpha1.PodSet, rs *revisionState
 }
 
 // createRevision stores the spec's template as a new revision. A name taken
-// by a different template (a hash collision, or a revision some other owner
-// left behind) bumps collisionCount and tries the next name.
+// by a different template (a hash collision), or by a revision of another
+// controller, bumps collisionCount and tries the next name; an orphan of the
+// same template and the PodSet's labels is adopted instead.
 func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (*appsv1.ControllerRevision, error) {
 	ps, rs := s.podSet, &s.revisions
 	for range maxCollisionRetries {
@@ -240,12 +233,24 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
 			return nil, fmt.Errorf("reading revision %s: %w", cr.Name, err)
 		}
-		if isControlledBy(existing, ps.UID) {
-			if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.updateTemplate) {
+		if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.updateTemplate) {
+			switch ref := metav1.GetControllerOfNoCopy(existing); {
+			case ref != nil && ref.UID == ps.UID:
 				rs.all = append(rs.all, existing)
 				return existing, nil
+			case ref == nil && revisionSelector(ps).Matches(labels.Set(existing.Labels)) && existing.DeletionTimestamp == nil:
+				// An orphan of this PodSet's name that the cache did not
+				// show to claimRevisions: adopting it is no collision.
+				adopted, err := r.adoptRevision(ctx, s, existing)
+				if err != nil || adopted == nil {
+					return nil, err
+				}
+				rs.all = append(rs.all, adopted)
+				return adopted, nil
 			}
 		}
+		// The name is taken by another template, or by a revision this
+		// PodSet may not use (another controller's).
 		rs.collisionCount = ptr.To(ptr.Deref(rs.collisionCount, 0) + 1)
 	}
 	return nil, fmt.Errorf("no free revision name for PodSet %s after %d hash collisions", ps.Name, maxCollisionRetries)

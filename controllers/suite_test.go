@@ -43,6 +43,8 @@ var (
 	suitePodSetMetrics = NewPodSetMetrics()
 	// suitePods is the suite manager's pod index: what its reconciles see.
 	suitePods *PodIndex
+	// suiteCache is the suite manager's cache: what its reconciles read.
+	suiteCache client.Reader
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
@@ -109,6 +111,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		return 1
 	}
+	suiteCache = mgr.GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := (&PodSetReconciler{

@@ -135,7 +135,12 @@ func getPodSet(g Gomega, ctx context.Context, ns, name string) *appv1alpha1.PodS
 // them.
 func expectSettled(t *testing.T, ns string, replicas int) {
 	t.Helper()
-	name := sample
+	expectSettledNamed(t, ns, sample, replicas)
+}
+
+// expectSettledNamed is expectSettled for the PodSet name.
+func expectSettledNamed(t *testing.T, ns, name string, replicas int) {
+	t.Helper()
 	step("waiting for %s/%s to settle at %d Running and Ready pods", ns, name, replicas)
 	Eventually(func(g Gomega) {
 		ps := getPodSet(g, t.Context(), ns, name)

@@ -23,6 +23,7 @@ func TestOperator(t *testing.T) {
 		{"HandDeletedPodsAreReplacedExactly", testHandDeletedPods},
 		{"OperatorKilledMidScale", testOperatorKilledMidScale},
 		{"RelabelledPodIsReleasedThenAdopted", testReleaseAndAdopt},
+		{"RecreatedAfterOrphaningDeleteKeepsItsPods", testRecreateAfterOrphaningDelete},
 		{"RollingUpdateWithinBoundsOperatorKilled", testRollingUpdate},
 		{"RolloutPluginVerbs", testRolloutPluginVerbs},
 		{"UpgradeFromV010TouchesNoPod", testUpgradeFromV010},
