@@ -18,9 +18,9 @@ import (
 // worker no other PodSet can have: when a hundred PodSets were scaled down at
 // once, each reconcile held its worker for the 0.1–0.2 s a loaded API server
 // took to answer its deletes, and the last PodSets waited over a second in
-// the queue before their first delete left (docs/benchmarks.md, sessions 15
-// and 16), while a client sending the same deletes with nothing to decide
-// was done in a third of the time.
+// the queue before their first delete left (docs/benchmarks.md, "Deletes
+// sent without holding a worker"), while a client sending the same deletes
+// with nothing to decide was done in a third of the time.
 //
 // A step that also creates still waits for its deletes: the creations that
 // need the room a delete frees are sent as the answers come (surge_room.go),

@@ -15,10 +15,10 @@ import (
 // needs one deletion answered first. Waiting for the whole set of answers
 // cost a rollout the slowest delete's round trip at every step: in a 1x1000
 // rollout, steps of 150–250 deletes spent about 0.3 s each with nothing sent
-// (docs/benchmarks.md, session 20). The bound holds at every moment either
-// way: a creation sent after a deletion was answered lands after it in the
-// API server's order, so no watcher ever sees more live pods than
-// replicas + maxSurge.
+// (docs/benchmarks.md, "Creations sent as deletions make room"). The bound
+// holds at every moment either way: a creation sent after a deletion was
+// answered lands after it in the API server's order, so no watcher ever sees
+// more live pods than replicas + maxSurge.
 //
 // surgeRoom counts that room. A delete that fails frees none: the creations
 // that waited for it are not sent, and the step reports the failure as one

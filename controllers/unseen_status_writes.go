@@ -16,8 +16,8 @@ import (
 // since the stale copy's observedGeneration makes the written progress look
 // new once more. Either is a whole custom-resource write to decode, patch and
 // validate: the 1000x1 benchmark's scale-down sent 132–162 of them for 1000
-// PodSets (docs/benchmarks.md, session 21). A condition's transition time
-// could move the same way.
+// PodSets (docs/benchmarks.md, "Status writes the cache has not seen"). A
+// condition's transition time could move the same way.
 //
 // unseenStatusWrites remembers each status written until the cache has it,
 // and a reconcile whose cached PodSet is older than the write starts from

@@ -38,8 +38,8 @@ const (
 // status patch each, let it turn about a hundred pods a second Ready on
 // this machine: a ReplicaSet creating 1000 pods in 11.6 s had each Ready
 // 0.03 s after it was bound, while PodSets creating them in 9.1 s had each
-// wait 2.5 s (median) for kwok (session 17, the scheduler's and kwok's
-// logs). A node's own kubelet starts its pods in parallel; "all pods Ready"
+// wait 2.5 s (median) for kwok (the scheduler's and kwok's logs;
+// docs/benchmarks.md, "kwok's parallelism"). A node's own kubelet starts its pods in parallel; "all pods Ready"
 // should measure the controllers, not a queue in the simulator.
 const kwokPodParallelism = 32
 
@@ -150,10 +150,9 @@ func createNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 // garbage collection nor the operator's answers to it: the namespace
 // controller deletes a namespace's ControllerRevisions before its PodSets,
 // and each PodSet still there then tries once to store its revision again
-// (refused; docs/benchmarks.md, "Teardown"). Waiting only for the pods, as
-// the benchmark did until session 18, let the refused creates of one phase's
-// 100 PodSets be counted in the next phase's writes per pod (1000x1: 4.10
-// instead of 4.00). The namespace object itself may linger several
+// (refused; docs/benchmarks.md, "Teardown"). Waiting only for the pods
+// would let the refused creates of one phase's 100 PodSets be counted in the
+// next phase's writes per pod (a 1000x1 run counted 4.10 instead of 4.00). The namespace object itself may linger several
 // seconds longer (the namespace controller's own retries); it costs nothing.
 func deleteNamespace(ctx context.Context, cs kubernetes.Interface, dc dynamic.Interface, name string, timeout time.Duration) error {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

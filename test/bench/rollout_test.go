@@ -22,8 +22,8 @@ func benchPod(uid string, isNew bool) *corev1.Pod {
 	return p
 }
 
-// A new pod is counted once, however many events say it was deleted: the
-// run I rollout that reported 1001 new pods for 1000 could have been one
+// A new pod is counted once, however many events say it was deleted: a
+// 1x1000 rollout that reported 1001 new pods for 1000 could have been one
 // deletion reported twice, which the count per owner took for a new pod.
 func TestRolloutWatcherCountsEachNewPodOnce(t *testing.T) {
 	g := NewWithT(t)
