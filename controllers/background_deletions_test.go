@@ -155,7 +155,7 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	failure := meta.FindStatusCondition(statusOf(g, c, ps).Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(failure).NotTo(BeNil())
 	g.Expect(failure.Status).To(Equal(metav1.ConditionTrue))
-	g.Expect(failure.Reason).To(Equal(ReasonFailedDelete))
+	g.Expect(failure.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed(), "the failure is reported once")
 }
 

@@ -82,7 +82,7 @@ func slimPod(obj any) (any, error) {
 	}
 	pod.ManagedFields = nil
 	pod.Status = slimPodStatus(&pod.Status)
-	if _, labelled := pod.Labels[LabelRevisionHash]; !labelled {
+	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
 		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: pod.Spec.Containers}
 		return pod, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
@@ -35,7 +37,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 	g.Expect(podCache.Label).NotTo(BeNil())
 	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
 	g.Expect(podCache.Label.Matches(labels.Set(podLabels(unitPodSet(1))))).To(BeTrue())
-	g.Expect(podCache.Label.Matches(labels.Set{LabelPodSet: "web", LabelName: NameValue})).To(BeFalse())
+	g.Expect(podCache.Label.Matches(labels.Set{appv1alpha1.LabelPodSet: "web", appv1alpha1.LabelName: appv1alpha1.NameValue})).To(BeFalse())
 	g.Expect(podCache.Field).To(BeNil())
 }
 
@@ -43,7 +45,7 @@ func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	g := NewWithT(t)
 	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
 	g.Expect(opts.DefaultTransform).NotTo(BeNil())
-	pod := unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))
+	pod := unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue}))
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 
 	out, err := opts.DefaultTransform(pod)
@@ -53,7 +55,7 @@ func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	stripped := out.(*corev1.Pod)
 	g.Expect(stripped.ManagedFields).To(BeEmpty())
 	g.Expect(stripped.Name).To(Equal("a"))
-	g.Expect(stripped.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedByValue))
+	g.Expect(stripped.Labels).To(HaveKeyWithValue(appv1alpha1.LabelManagedBy, appv1alpha1.ManagedByValue))
 }
 
 func TestCacheOptionsNamespaces(t *testing.T) {
@@ -166,7 +168,7 @@ func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
 func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
 	g := NewWithT(t)
 	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
-	delete(pod.Labels, LabelRevisionHash) // made by operator v0.1.0
+	delete(pod.Labels, appv1alpha1.LabelRevisionHash) // made by operator v0.1.0
 	pod.Spec.NodeName = "node-1"
 	containers := pod.DeepCopy().Spec.Containers
 

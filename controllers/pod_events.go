@@ -180,7 +180,7 @@ func (h *podEventHandler) enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
 	if metav1.GetControllerOfNoCopy(pod) != nil {
 		return
 	}
-	if name := pod.Labels[LabelPodSet]; name != "" {
+	if name := pod.Labels[appv1alpha1.LabelPodSet]; name != "" {
 		h.enqueue(q, types.NamespacedName{Namespace: pod.Namespace, Name: name})
 	}
 }

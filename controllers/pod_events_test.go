@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // webKey is the expectations key of the PodSet ns/web the events concern.
@@ -22,7 +24,7 @@ func TestPodEventHandler(t *testing.T) {
 	owned := func(name string, opts ...podOption) *corev1.Pod {
 		return unitPod(name, append([]podOption{controlledByPodSet("web")}, opts...)...)
 	}
-	webLabel := map[string]string{LabelPodSet: "web"}
+	webLabel := map[string]string{appv1alpha1.LabelPodSet: "web"}
 
 	tests := []struct {
 		name          string
@@ -63,7 +65,7 @@ func TestPodEventHandler(t *testing.T) {
 			name:   "create of an orphan without the label queues nothing",
 			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
-				h.Create(ctx, createEvent(unitPod("a", withPodLabels(map[string]string{LabelManagedBy: ManagedByValue}))), q)
+				h.Create(ctx, createEvent(unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue}))), q)
 			},
 			wantSatisfied: false,
 		},
@@ -144,8 +146,8 @@ func TestPodEventHandler(t *testing.T) {
 			name: "release queues the old owner and the PodSet the pod is now labelled for",
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(
-					unitPod("a", controlledByPodSet("old"), withPodLabels(map[string]string{LabelPodSet: "old"})),
-					unitPod("a", withPodLabels(map[string]string{LabelPodSet: "other"}), newerResourceVersion()),
+					unitPod("a", controlledByPodSet("old"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "old"})),
+					unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "other"}), newerResourceVersion()),
 				), q)
 			},
 			wantQueue: requests("old", "other"),
@@ -304,8 +306,8 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 }
 
 func TestPodEventHandlerRecordsStrays(t *testing.T) {
-	owned := map[string]string{LabelPodSet: "web", LabelManagedBy: ManagedByValue}
-	stripped := map[string]string{LabelPodSet: "web"}
+	owned := map[string]string{appv1alpha1.LabelPodSet: "web", appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue}
+	stripped := map[string]string{appv1alpha1.LabelPodSet: "web"}
 	for _, tc := range []struct {
 		name      string
 		pod       *corev1.Pod

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // Indexes of the pod informers. Looking a PodSet's pods up through them costs
@@ -139,7 +141,7 @@ func indexPodByPodSetLabel(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if name, ok := pod.Labels[LabelPodSet]; ok {
+	if name, ok := pod.Labels[appv1alpha1.LabelPodSet]; ok {
 		return []string{pod.Namespace + "/" + name}, nil
 	}
 	return nil, nil

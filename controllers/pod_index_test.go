@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // podIndexWith builds a PodIndex with one pod informer per slice of pods, as
@@ -34,7 +36,7 @@ func TestPodIndexCandidates(t *testing.T) {
 	othersLabelled := unitPod("others", controlledBy("apps/v1", "ReplicaSet", "web"), withPodLabels(podLabels(ps)))
 	namesakeElsewhere := unitPod("elsewhere", withPodLabels(podLabels(ps)))
 	namesakeElsewhere.Namespace = "other-ns"
-	otherPodSet := unitPod("other-podset", controlledByPodSet("api"), withPodLabels(map[string]string{LabelPodSet: "api"}))
+	otherPodSet := unitPod("other-podset", controlledByPodSet("api"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "api"}))
 	// A pod in another namespace whose author wrote the PodSet's UID into
 	// its controller reference.
 	foreignOwnerRef := unitPod("foreign-ref", controlledByPodSet("web"))

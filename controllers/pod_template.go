@@ -43,7 +43,7 @@ var defaultOperandCommand = []string{"sleep", "3600"}
 func newPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
 	container := operandContainer(tmpl, defaultImage)
 	labels := podLabels(ps)
-	labels[LabelRevisionHash] = hash
+	labels[appv1alpha1.LabelRevisionHash] = hash
 	var annotations map[string]string
 	if len(tmpl.PodAnnotations) > 0 {
 		annotations = maps.Clone(tmpl.PodAnnotations)

@@ -25,12 +25,12 @@ func TestNewPodMetadata(t *testing.T) {
 	pod := newPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage)
 
 	want := podLabels(ps)
-	want[LabelRevisionHash] = "abc123"
+	want[appv1alpha1.LabelRevisionHash] = "abc123"
 	g.Expect(pod.Labels).To(Equal(want))
 	g.Expect(pod.Annotations).To(Equal(map[string]string{"example.com/team": "web"}))
 	ps.Spec.PodAnnotations["example.com/team"] = "changed"
 	g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/team", "web"), "the pod must not share the PodSet's map")
-	g.Expect(pod.Labels).To(HaveKeyWithValue(LabelPodSet, "web"))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(appv1alpha1.LabelPodSet, "web"))
 	g.Expect(podSelector(ps).Matches(labels.Set(pod.Labels))).To(BeTrue())
 	g.Expect(ManagedPodsSelector().Matches(labels.Set(pod.Labels))).To(BeTrue(),
 		"the manager caches only pods its selector matches")

@@ -307,7 +307,7 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	r.statusPacer.wrote(s.key, now)
 	r.unseenWrites.wrote(s.key, s.podSet)
 	if deadlineJustExceeded(orig.Status, status) {
-		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, "Rollout", "%s",
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
 	return nil

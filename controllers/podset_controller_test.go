@@ -191,7 +191,7 @@ func TestReconcileWithPartialCreates(t *testing.T) {
 	failure := meta.FindStatusCondition(stored.Status.Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(failure).NotTo(BeNil())
 	g.Expect(failure.Status).To(Equal(metav1.ConditionTrue))
-	g.Expect(failure.Reason).To(Equal(ReasonFailedCreate))
+	g.Expect(failure.Reason).To(Equal(appv1alpha1.ReasonFailedCreate))
 }
 
 func TestTransientErrors(t *testing.T) {

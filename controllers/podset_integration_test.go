@@ -47,7 +47,7 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(ref.Kind).To(Equal("PodSet"))
 		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
 		want := podLabels(ps)
-		want[LabelRevisionHash] = revision.Hash(revision.FromPodSet(ps), nil)
+		want[appv1alpha1.LabelRevisionHash] = revision.Hash(revision.FromPodSet(ps), nil)
 		g.Expect(pod.Labels).To(Equal(want))
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal(testOperandImage))
 	}
@@ -60,7 +60,7 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(st.PodNames).To(Equal(podNames(pods)))
 		g.Expect(st.Selector).To(Equal(podSelector(ps).String()))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionFalse))
-		g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(ReasonWaitingForAvailability))
+		g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(appv1alpha1.ReasonWaitingForAvailability))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
 	}, eventually, poll).Should(Succeed())
 
@@ -75,7 +75,7 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
 		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
 		g.Expect(conditionStatus(p.Status, appv1alpha1.ConditionProgressing)).To(Equal(metav1.ConditionTrue))
-		g.Expect(progressingReason(p.Status)).To(Equal(ReasonNewRevisionAvailable))
+		g.Expect(progressingReason(p.Status)).To(Equal(appv1alpha1.ReasonNewRevisionAvailable))
 	}, eventually, poll).Should(Succeed())
 
 	setReplicas(g, ps, 2)
@@ -235,7 +235,7 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	// see TestIntegrationPodsWithoutRevisionAreRecognised.)
 	spec := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: ns}}
 	orphan := newPod(spec, revision.FromPodSet(spec), "", testOperandImage)
-	delete(orphan.Labels, LabelRevisionHash)
+	delete(orphan.Labels, appv1alpha1.LabelRevisionHash)
 	orphan.GenerateName, orphan.Name = "", "orphan"
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
 	// Only an orphan in the manager's cache can be adopted: on a loaded
@@ -257,7 +257,7 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	released := &corev1.Pod{}
 	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orphan"}, released)).To(Succeed())
 	patch := client.MergeFrom(released.DeepCopy())
-	released.Labels[LabelPodSet] = "someone-else"
+	released.Labels[appv1alpha1.LabelPodSet] = "someone-else"
 	g.Expect(k8sClient.Patch(ctx, released, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		pod := &corev1.Pod{}
@@ -366,7 +366,7 @@ func TestIntegrationReportsReplicaFailureFromQuota(t *testing.T) {
 		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(ReasonFailedCreate))
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedCreate))
 		g.Expect(c.Message).To(ContainSubstring("exceeded quota"))
 		g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElement(EventFailedCreate))
 	}, eventually, poll).Should(Succeed())
@@ -463,7 +463,7 @@ func TestIntegrationRepeatedScalingNeverOvershoots(t *testing.T) {
 			if !ok {
 				continue
 			}
-			owner := pod.Labels[LabelPodSet]
+			owner := pod.Labels[appv1alpha1.LabelPodSet]
 			mu.Lock()
 			if live[owner] == nil {
 				live[owner] = map[types.UID]bool{}
@@ -658,7 +658,7 @@ func TestIntegrationPodStrippedOfManagedByIsReleased(t *testing.T) {
 
 	stripped := pods[0].DeepCopy()
 	patch := client.MergeFrom(stripped.DeepCopy())
-	delete(stripped.Labels, LabelManagedBy)
+	delete(stripped.Labels, appv1alpha1.LabelManagedBy)
 	g.Expect(k8sClient.Patch(ctx, stripped, patch)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {

@@ -148,7 +148,7 @@ func TestIntegrationAHashCollisionBumpsCollisionCount(t *testing.T) {
 		g.Expect(st.UpdateRevision).To(Equal(revision.Name(ps.Name, revision.Hash(revision.FromPodSet(spec), ptr.To(int32(1))))))
 		pods := listLivePods(g, ps)
 		g.Expect(pods).To(HaveLen(1))
-		g.Expect(revision.Name(ps.Name, pods[0].Labels[LabelRevisionHash])).To(Equal(st.UpdateRevision))
+		g.Expect(revision.Name(ps.Name, pods[0].Labels[appv1alpha1.LabelRevisionHash])).To(Equal(st.UpdateRevision))
 	}, eventually, poll).Should(Succeed())
 }
 
@@ -219,7 +219,7 @@ func newRevisionObject(g Gomega, ps *appv1alpha1.PodSet, tmpl revision.Template,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      revision.Name(ps.Name, hash),
 			Namespace: ps.Namespace,
-			Labels:    map[string]string{LabelPodSet: ps.Name, LabelManagedBy: ManagedByValue, LabelRevisionHash: hash},
+			Labels:    map[string]string{appv1alpha1.LabelPodSet: ps.Name, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue, appv1alpha1.LabelRevisionHash: hash},
 		},
 		Data:     data,
 		Revision: 1,

@@ -31,7 +31,7 @@ const revisionControllerField = "podSetRevisionController"
 
 // indexRevisionByPodSet is the index function of revisionPodSetField.
 func indexRevisionByPodSet(obj client.Object) []string {
-	if name, ok := obj.GetLabels()[LabelPodSet]; ok {
+	if name, ok := obj.GetLabels()[appv1alpha1.LabelPodSet]; ok {
 		return []string{name}
 	}
 	return nil
@@ -51,7 +51,7 @@ func indexRevisionByController(obj client.Object) []string {
 // both; so a revision left behind by a PodSet deleted with --cascade=orphan
 // matches its re-created namesake, as its pods do.
 func revisionSelector(ps *appv1alpha1.PodSet) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{LabelPodSet: ps.Name, LabelManagedBy: ManagedByValue})
+	return labels.SelectorFromSet(labels.Set{appv1alpha1.LabelPodSet: ps.Name, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue})
 }
 
 // claimRevisions finds the PodSet's ControllerRevisions: those it controls

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/example/podset-operator/controllers/revision"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // unitRevision is a stored revision of ps's template with image, numbered n,
@@ -33,7 +35,7 @@ func unitRevision(t *testing.T, podSetName, image string, n int64, owner *metav1
 			Namespace:       unitNamespace,
 			UID:             types.UID("rev-" + hash),
 			ResourceVersion: "1",
-			Labels:          map[string]string{LabelPodSet: podSetName, LabelManagedBy: ManagedByValue, LabelRevisionHash: hash},
+			Labels:          map[string]string{appv1alpha1.LabelPodSet: podSetName, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue, appv1alpha1.LabelRevisionHash: hash},
 		},
 		Data:     data,
 		Revision: n,
@@ -58,7 +60,7 @@ func TestClaimRevisions(t *testing.T) {
 	orphan := unitRevision(t, ps.Name, "img:orphan", 2, nil)
 	foreign := unitRevision(t, ps.Name, "img:foreign", 3, controllerRef("ConfigMap", "cm-uid"))
 	relabelled := unitRevision(t, ps.Name, "img:relabelled", 4, mine)
-	relabelled.Labels[LabelPodSet] = "someone-else"
+	relabelled.Labels[appv1alpha1.LabelPodSet] = "someone-else"
 	terminating := unitRevision(t, ps.Name, "img:terminating", 5, nil)
 	terminating.DeletionTimestamp = ptr.To(metav1.Now())
 	terminating.Finalizers = []string{"example.com/hold"}
@@ -174,7 +176,7 @@ func TestCurrentRevision(t *testing.T) {
 	running := func(crs ...*appsv1.ControllerRevision) []*corev1.Pod {
 		var pods []*corev1.Pod
 		for _, cr := range crs {
-			pods = append(pods, unitPod("p-"+cr.Name, withPodLabels(map[string]string{LabelRevisionHash: revisionHash(cr)})))
+			pods = append(pods, unitPod("p-"+cr.Name, withPodLabels(map[string]string{appv1alpha1.LabelRevisionHash: revisionHash(cr)})))
 		}
 		return pods
 	}

@@ -98,7 +98,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
 	running := map[string]bool{}
 	for _, pod := range pods {
-		if hash := pod.Labels[LabelRevisionHash]; isPodLive(pod) && hash != rs.updateHash {
+		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; isPodLive(pod) && hash != rs.updateHash {
 			running[hash] = true
 		}
 	}
@@ -187,9 +187,9 @@ func (r *PodSetReconciler) newRevision(ps *appv1alpha1.PodSet, rs *revisionState
 			Name:      revision.Name(ps.Name, hash),
 			Namespace: ps.Namespace,
 			Labels: map[string]string{
-				LabelPodSet:       ps.Name,
-				LabelManagedBy:    ManagedByValue,
-				LabelRevisionHash: hash,
+				appv1alpha1.LabelPodSet:       ps.Name,
+				appv1alpha1.LabelManagedBy:    appv1alpha1.ManagedByValue,
+				appv1alpha1.LabelRevisionHash: hash,
 			},
 			Annotations: changeCause(ps),
 		},
@@ -271,19 +271,15 @@ func (r *PodSetReconciler) renumberRevision(ctx context.Context, cached *appsv1.
 // changeCause carries the PodSet's kubernetes.io/change-cause annotation to
 // the revision, where `kubectl podset rollout history` shows it.
 func changeCause(ps *appv1alpha1.PodSet) map[string]string {
-	if cause, ok := ps.Annotations[AnnotationChangeCause]; ok {
-		return map[string]string{AnnotationChangeCause: cause}
+	if cause, ok := ps.Annotations[appv1alpha1.AnnotationChangeCause]; ok {
+		return map[string]string{appv1alpha1.AnnotationChangeCause: cause}
 	}
 	return nil
 }
 
-// AnnotationChangeCause is the annotation kubectl users record a change's
-// reason in.
-const AnnotationChangeCause = "kubernetes.io/change-cause"
-
 // revisionHash is the hash a revision's pods carry.
 func revisionHash(cr *appsv1.ControllerRevision) string {
-	return cr.Labels[LabelRevisionHash]
+	return cr.Labels[appv1alpha1.LabelRevisionHash]
 }
 
 // labelUnrevisionedPods gives a revision label to live pods that have none:
@@ -299,7 +295,7 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 	}
 	var errs []error
 	for i, pod := range s.pods {
-		if !isPodLive(pod) || pod.Labels[LabelRevisionHash] != "" {
+		if !isPodLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != "" {
 			continue
 		}
 		var hash string
@@ -312,7 +308,7 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 			continue
 		}
 		labelled := pod.DeepCopy() // pod is the cache's object
-		labelled.Labels[LabelRevisionHash] = hash
+		labelled.Labels[appv1alpha1.LabelRevisionHash] = hash
 		if err := r.Patch(ctx, labelled, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("labelling pod %s with its revision: %w", pod.Name, err))
@@ -334,7 +330,7 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 	}
 	keep := map[string]bool{rs.update.Name: true, rs.current.Name: true}
 	for _, pod := range s.pods {
-		if hash := pod.Labels[LabelRevisionHash]; hash != "" {
+		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; hash != "" {
 			keep[revision.Name(s.podSet.Name, hash)] = true
 		}
 	}

@@ -60,7 +60,7 @@ func TestNewPodSetStoresItsFirstRevisionBesideItsPods(t *testing.T) {
 	pods := podsIn(g, c)
 	g.Expect(pods).To(HaveLen(3))
 	for _, pod := range pods {
-		g.Expect(pod.Labels[LabelRevisionHash]).To(Equal(revisionHash(&revs[0])))
+		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revisionHash(&revs[0])))
 	}
 }
 
@@ -79,7 +79,7 @@ func TestNamesakesLeftoverRevisionIsResolvedBeforeThePodsAreCreated(t *testing.T
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      revision.Name(ps.Name, hash),
 			Namespace: ps.Namespace,
-			Labels:    map[string]string{LabelPodSet: ps.Name, LabelManagedBy: ManagedByValue, LabelRevisionHash: hash},
+			Labels:    map[string]string{appv1alpha1.LabelPodSet: ps.Name, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue, appv1alpha1.LabelRevisionHash: hash},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: appv1alpha1.GroupVersion.String(), Kind: "PodSet", Name: ps.Name,
 				UID: "the-deleted-namesake", Controller: ptr.To(true),
@@ -104,7 +104,7 @@ func TestNamesakesLeftoverRevisionIsResolvedBeforeThePodsAreCreated(t *testing.T
 	pods := podsIn(g, c)
 	g.Expect(pods).To(HaveLen(3))
 	for _, pod := range pods {
-		g.Expect(pod.Labels[LabelRevisionHash]).To(Equal(revisionHash(ours)))
+		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revisionHash(ours)))
 	}
 	stored := &appv1alpha1.PodSet{}
 	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(ps), stored)).To(Succeed())
@@ -139,7 +139,7 @@ func TestFailedFirstRevisionIsStoredByTheRetry(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	revs := revisionsIn(g, c)
 	g.Expect(revs).To(HaveLen(1))
-	g.Expect(revisionHash(&revs[0])).To(Equal(pods[0].Labels[LabelRevisionHash]))
+	g.Expect(revisionHash(&revs[0])).To(Equal(pods[0].Labels[appv1alpha1.LabelRevisionHash]))
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the retry created pods again")
 }
 

@@ -48,7 +48,7 @@ func revisionGroups(pods []*corev1.Pod, updateHash string, minReady time.Duratio
 			continue
 		}
 		available := isPodAvailable(pod, minReady, now)
-		if pod.Labels[LabelRevisionHash] == updateHash {
+		if pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash {
 			updated = append(updated, pod)
 			upd.Live++
 			if available {

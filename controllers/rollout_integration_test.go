@@ -54,7 +54,7 @@ func TestIntegrationRollingUpdateStaysWithinBounds(t *testing.T) {
 	g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
-		g.Expect(revision.Name(ps.Name, pod.Labels[LabelRevisionHash])).To(Equal(st.UpdateRevision))
+		g.Expect(revision.Name(ps.Name, pod.Labels[appv1alpha1.LabelRevisionHash])).To(Equal(st.UpdateRevision))
 	}
 	maxLive, minReady := bounds()
 	t.Logf("most live pods %d (bound %d), fewest ready %d (bound %d)", maxLive, replicas+surge, minReady, replicas-unavailable)
@@ -96,7 +96,7 @@ func TestIntegrationPartitionAndPause(t *testing.T) {
 		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(4))
 		g.Expect(st.CurrentRevision).To(Equal(old))
 		g.Expect(st.UpdateRevision).NotTo(Equal(old))
-		g.Expect(progressingReason(st)).To(Equal(ReasonNewRevisionAvailable))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonNewRevisionAvailable))
 	}, eventually, poll).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeEquivalentTo(1))
@@ -113,7 +113,7 @@ func TestIntegrationPartitionAndPause(t *testing.T) {
 	// Paused, the partition's release changes nothing.
 	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true,"partition":0}}}}`)
 	g.Eventually(func(g Gomega) {
-		g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(ReasonPaused))
+		g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonPaused))
 	}, eventually, poll).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeEquivalentTo(3))
@@ -184,7 +184,7 @@ func TestIntegrationRollbackReusesTheOldRevision(t *testing.T) {
 		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(4))
 		onV1 = nil
 		for _, pod := range listLivePods(g, ps) {
-			if revision.Name(ps.Name, pod.Labels[LabelRevisionHash]) == v1 {
+			if revision.Name(ps.Name, pod.Labels[appv1alpha1.LabelRevisionHash]) == v1 {
 				onV1 = append(onV1, pod.Name)
 			}
 		}
@@ -258,9 +258,9 @@ func TestIntegrationProgressDeadlineExceeded(t *testing.T) {
 		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(ReasonProgressDeadlineExceeded))
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonProgressDeadlineExceeded))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue), "availability is untouched")
-		g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElement(ReasonProgressDeadlineExceeded))
+		g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElement(appv1alpha1.ReasonProgressDeadlineExceeded))
 	}, eventually, poll).Should(Succeed())
 
 	// The operator keeps trying: once the quota allows it, it finishes.
@@ -289,7 +289,7 @@ func TestIntegrationPodsWithoutRevisionAreRecognised(t *testing.T) {
 		tmpl := revision.FromPodSet(spec)
 		tmpl.Image = image
 		pod := newPod(spec, tmpl, "", testOperandImage)
-		delete(pod.Labels, LabelRevisionHash)
+		delete(pod.Labels, appv1alpha1.LabelRevisionHash)
 		pod.GenerateName, pod.Name = "", fmt.Sprintf("legacy-v010-%d", i)
 		g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 		markPodReady(g, pod)
@@ -308,7 +308,7 @@ func TestIntegrationPodsWithoutRevisionAreRecognised(t *testing.T) {
 	g.Expect(podNames(listLivePods(g, ps))).To(Equal(matching), "the matching pods are kept, the other one goes")
 	g.Expect(createdPodCount(g, ps, ns)).To(BeZero(), "nothing was created")
 	for _, pod := range listLivePods(g, ps) {
-		g.Expect(pod.Labels).To(HaveKeyWithValue(LabelRevisionHash, revision.Hash(revision.FromPodSet(ps), nil)))
+		g.Expect(pod.Labels).To(HaveKeyWithValue(appv1alpha1.LabelRevisionHash, revision.Hash(revision.FromPodSet(ps), nil)))
 	}
 }
 
@@ -367,7 +367,7 @@ func startFakeKubelet(ctx context.Context, t *testing.T, ns string) {
 // live pods seen at any moment since the call.
 func watchBounds(ctx context.Context, t *testing.T, ns, name string) func() (maxLive, minReady int) {
 	t.Helper()
-	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: LabelPodSet + "=" + name})
+	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: appv1alpha1.LabelPodSet + "=" + name})
 	if err != nil {
 		t.Fatalf("watching pods: %v", err)
 	}
@@ -431,7 +431,7 @@ func waitForRolledOut(g Gomega, ps *appv1alpha1.PodSet, n int32) {
 		g.Expect(st.UpdatedReplicas).To(Equal(n))
 		g.Expect(st.UpdatedAvailableReplicas).To(Equal(n))
 		g.Expect(st.AvailableReplicas).To(Equal(n))
-		g.Expect(progressingReason(st)).To(Equal(ReasonNewRevisionAvailable))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonNewRevisionAvailable))
 		g.Expect(listLivePods(g, ps)).To(HaveLen(int(n)))
 	}, eventually, poll).Should(Succeed())
 }

@@ -29,8 +29,8 @@ const DefaultBurstReplicas = 500
 const (
 	EventSuccessfulCreate = "SuccessfulCreate"
 	EventSuccessfulDelete = "SuccessfulDelete"
-	EventFailedCreate     = ReasonFailedCreate
-	EventFailedDelete     = ReasonFailedDelete
+	EventFailedCreate     = appv1alpha1.ReasonFailedCreate
+	EventFailedDelete     = appv1alpha1.ReasonFailedDelete
 )
 
 // scalePods creates and deletes pods so that spec.replicas live pods run the
@@ -47,7 +47,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	// retried (after the backoff) as if that step had waited for them.
 	if err := r.background.takeFailure(s.key); err != nil {
 		s.outcome.attempted = true
-		s.outcome.err, s.outcome.failureReason = err, ReasonFailedDelete
+		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
 	}
 	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || r.namespaceTerminating.has(s.key) {
@@ -57,7 +57,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 
 	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
 	if err != nil {
-		s.outcome.err, s.outcome.failureReason = err, ReasonFailedCreate
+		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedCreate
 		return err
 	}
 	creations := step.createUpdated + step.createOld
@@ -109,11 +109,11 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", created)
 	}
 	if deleteErr := deletesAnswered(); deleteErr != nil {
-		s.outcome.err, s.outcome.failureReason = deleteErr, ReasonFailedDelete
+		s.outcome.err, s.outcome.failureReason = deleteErr, appv1alpha1.ReasonFailedDelete
 		return deleteErr
 	}
 	if err != nil && !errors.Is(err, errNoRoom) {
-		s.outcome.err, s.outcome.failureReason = err, ReasonFailedCreate
+		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedCreate
 		return err
 	}
 	return nil

@@ -15,22 +15,6 @@ import (
 	"github.com/example/podset-operator/controllers/rollout"
 )
 
-// Condition reasons.
-const (
-	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
-	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
-	ReasonScalingUp                  = "ScalingUp"
-	ReasonScalingDown                = "ScalingDown"
-	ReasonRollingUpdate              = "RollingUpdate"
-	ReasonWaitingForAvailability     = "WaitingForAvailability"
-	ReasonNewRevisionAvailable       = "NewRevisionAvailable"
-	ReasonPaused                     = "Paused"
-	ReasonProgressDeadlineExceeded   = "ProgressDeadlineExceeded"
-	ReasonFailedCreate               = "FailedCreate"
-	ReasonFailedDelete               = "FailedDelete"
-	ReasonNoFailure                  = "NoFailure"
-)
-
 // scaleOutcome is what the scaling phase of one reconcile did.
 type scaleOutcome struct {
 	// attempted is false when the PodSet was left alone (writes of an
@@ -101,7 +85,7 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 		if !isPodLive(pod) {
 			continue
 		}
-		updated := updateHash != "" && pod.Labels[LabelRevisionHash] == updateHash
+		updated := updateHash != "" && pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash
 		status.Replicas++
 		status.PodNames = append(status.PodNames, pod.Name)
 		if updated {
@@ -132,7 +116,7 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 	distance := func(n int32) int32 { return max(n-desired, desired-n) }
 	wasPaused := func() bool {
 		c := meta.FindStatusCondition(prev.Conditions, appv1alpha1.ConditionProgressing)
-		return c != nil && c.Reason == ReasonPaused
+		return c != nil && c.Reason == appv1alpha1.ReasonPaused
 	}
 	return prev.LastProgressTime == nil ||
 		prev.ObservedGeneration != ps.Generation ||
@@ -159,7 +143,7 @@ func progressDeadline(ps *appv1alpha1.PodSet) time.Duration {
 // recorded, or nothing left to do).
 func progressDeadlineIn(ps *appv1alpha1.PodSet, status appv1alpha1.PodSetStatus, now time.Time) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing)
-	if status.LastProgressTime == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason == ReasonNewRevisionAvailable {
+	if status.LastProgressTime == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason == appv1alpha1.ReasonNewRevisionAvailable {
 		return 0
 	}
 	return max(0, status.LastProgressTime.Add(progressDeadline(ps)).Sub(now))
@@ -169,13 +153,13 @@ func setAvailableCondition(status *appv1alpha1.PodSetStatus, desired int32, gene
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionAvailable,
 		Status:             metav1.ConditionTrue,
-		Reason:             ReasonMinimumReplicasAvailable,
+		Reason:             appv1alpha1.ReasonMinimumReplicasAvailable,
 		Message:            fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired),
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,
 	}
 	if status.AvailableReplicas < desired {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonMinimumReplicasUnavailable
+		c.Status, c.Reason = metav1.ConditionFalse, appv1alpha1.ReasonMinimumReplicasUnavailable
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
 }
@@ -208,29 +192,29 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	desired := f.desired
 	switch {
 	case f.paused:
-		c.Status, c.Reason = metav1.ConditionUnknown, ReasonPaused
+		c.Status, c.Reason = metav1.ConditionUnknown, appv1alpha1.ReasonPaused
 		c.Message = fmt.Sprintf("rollout paused: %d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
 	case f.complete:
-		c.Reason = ReasonNewRevisionAvailable
+		c.Reason = appv1alpha1.ReasonNewRevisionAvailable
 		c.Message = fmt.Sprintf("all %d pods run revision %s and are available", desired, status.UpdateRevision)
 		if status.UpdatedReplicas < desired {
 			c.Message = fmt.Sprintf("all %d pods available, %d of them run revision %s", desired, status.UpdatedReplicas, status.UpdateRevision)
 		}
 	case status.LastProgressTime != nil && !f.now.Before(status.LastProgressTime.Add(f.deadline)):
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonProgressDeadlineExceeded
+		c.Status, c.Reason = metav1.ConditionFalse, appv1alpha1.ReasonProgressDeadlineExceeded
 		c.Message = fmt.Sprintf("no progress for %s: %d of %d pods exist, %d updated, %d available",
 			f.deadline, status.Replicas, desired, status.UpdatedReplicas, status.AvailableReplicas)
 	case status.Replicas < desired:
-		c.Reason = ReasonScalingUp
+		c.Reason = appv1alpha1.ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)
 	case f.rolling:
-		c.Reason = ReasonRollingUpdate
+		c.Reason = appv1alpha1.ReasonRollingUpdate
 		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
 	case status.Replicas > desired:
-		c.Reason = ReasonScalingDown
+		c.Reason = appv1alpha1.ReasonScalingDown
 		c.Message = fmt.Sprintf("%d pods exist, %d wanted", status.Replicas, desired)
 	default:
-		c.Reason = ReasonWaitingForAvailability
+		c.Reason = appv1alpha1.ReasonWaitingForAvailability
 		c.Message = fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
@@ -245,7 +229,7 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionReplicaFailure,
 		Status:             metav1.ConditionFalse,
-		Reason:             ReasonNoFailure,
+		Reason:             appv1alpha1.ReasonNoFailure,
 		Message:            "the last pod creations and deletions succeeded",
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,

@@ -43,7 +43,7 @@ func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scal
 func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome scaleOutcome) bool {
 	progressing := meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing)
 	settled := computed.Replicas == desired && computed.AvailableReplicas == desired &&
-		progressing != nil && (progressing.Reason == ReasonNewRevisionAvailable || progressing.Reason == ReasonPaused)
+		progressing != nil && (progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable || progressing.Reason == appv1alpha1.ReasonPaused)
 	return settled || outcome.err != nil || replicaFailureFlips(current, computed) ||
 		deadlineJustExceeded(current, computed) ||
 		(current.UpdateRevision != "" && computed.UpdateRevision != current.UpdateRevision) ||
@@ -55,7 +55,7 @@ func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int
 func deadlineJustExceeded(current, computed appv1alpha1.PodSetStatus) bool {
 	exceeded := func(st appv1alpha1.PodSetStatus) bool {
 		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
-		return c != nil && c.Reason == ReasonProgressDeadlineExceeded
+		return c != nil && c.Reason == appv1alpha1.ReasonProgressDeadlineExceeded
 	}
 	return !exceeded(current) && exceeded(computed)
 }

@@ -51,9 +51,9 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 	progressing := func(reason string) metav1.Condition {
 		return metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason}
 	}
-	done, paused := progressing(ReasonNewRevisionAvailable), progressing(ReasonPaused)
-	rolling := progressing(ReasonRollingUpdate)
-	deadline := metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded}
+	done, paused := progressing(appv1alpha1.ReasonNewRevisionAvailable), progressing(appv1alpha1.ReasonPaused)
+	rolling := progressing(appv1alpha1.ReasonRollingUpdate)
+	deadline := metav1.Condition{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonProgressDeadlineExceeded}
 	for _, tc := range []struct {
 		name              string
 		current, computed appv1alpha1.PodSetStatus
@@ -77,7 +77,7 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		{"a failure ends", counts(1, 0, 0, failing...), counts(2, 0, 0), 3, scaleOutcome{}, true},
 		{"a failure goes on, in an earlier reconcile", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3, scaleOutcome{}, false},
 		{"a failure goes on, in this reconcile: its error overrides any requeue", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3,
-			scaleOutcome{attempted: true, err: errors.New("quota"), failureReason: ReasonFailedCreate}, true},
+			scaleOutcome{attempted: true, err: errors.New("quota"), failureReason: appv1alpha1.ReasonFailedCreate}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(statusWriteIsUrgent(tc.current, tc.computed, tc.desired, tc.outcome)).To(Equal(tc.want))

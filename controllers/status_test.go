@@ -139,53 +139,53 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 			replicas:            2,
 			pods:                []*corev1.Pod{ready("a")},
 			wantAvailable:       metav1.ConditionFalse,
-			wantAvailableReason: ReasonMinimumReplicasUnavailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonScalingUp,
+			wantProgressReason:  appv1alpha1.ReasonScalingUp,
 		},
 		{
 			name:                "too many pods, enough available",
 			replicas:            1,
 			pods:                []*corev1.Pod{ready("a"), ready("b")},
 			wantAvailable:       metav1.ConditionTrue,
-			wantAvailableReason: ReasonMinimumReplicasAvailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasAvailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonScalingDown,
+			wantProgressReason:  appv1alpha1.ReasonScalingDown,
 		},
 		{
 			name:                "enough pods, not all available",
 			replicas:            2,
 			pods:                []*corev1.Pod{ready("a"), unitPod("b")},
 			wantAvailable:       metav1.ConditionFalse,
-			wantAvailableReason: ReasonMinimumReplicasUnavailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonWaitingForAvailability,
+			wantProgressReason:  appv1alpha1.ReasonWaitingForAvailability,
 		},
 		{
 			name:                "enough pods, a terminating one not counted",
 			replicas:            2,
 			pods:                []*corev1.Pod{ready("a"), unitPod("b", readySince(unitNow.Add(-time.Hour)), terminatingSince(unitNow))},
 			wantAvailable:       metav1.ConditionFalse,
-			wantAvailableReason: ReasonMinimumReplicasUnavailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonScalingUp,
+			wantProgressReason:  appv1alpha1.ReasonScalingUp,
 		},
 		{
 			name:                "all pods available",
 			replicas:            2,
 			pods:                []*corev1.Pod{ready("a"), ready("b")},
 			wantAvailable:       metav1.ConditionTrue,
-			wantAvailableReason: ReasonMinimumReplicasAvailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasAvailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonNewRevisionAvailable,
+			wantProgressReason:  appv1alpha1.ReasonNewRevisionAvailable,
 		},
 		{
 			name:                "zero replicas, no pods",
 			replicas:            0,
 			wantAvailable:       metav1.ConditionTrue,
-			wantAvailableReason: ReasonMinimumReplicasAvailable,
+			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasAvailable,
 			wantProgressing:     metav1.ConditionTrue,
-			wantProgressReason:  ReasonNewRevisionAvailable,
+			wantProgressReason:  appv1alpha1.ReasonNewRevisionAvailable,
 		},
 	}
 	for _, tt := range tests {
@@ -215,7 +215,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 	previousFailure := metav1.Condition{
 		Type:               appv1alpha1.ConditionReplicaFailure,
 		Status:             metav1.ConditionTrue,
-		Reason:             ReasonFailedCreate,
+		Reason:             appv1alpha1.ReasonFailedCreate,
 		Message:            "pods \"web-x\" is forbidden: exceeded quota",
 		ObservedGeneration: 1,
 		LastTransitionTime: earlier,
@@ -233,25 +233,25 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 	}{
 		{
 			name:    "create failed",
-			outcome: scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New("creating pods: quota exceeded")},
-			want:    metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonFailedCreate, Message: "creating pods: quota exceeded"},
+			outcome: scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New("creating pods: quota exceeded")},
+			want:    metav1.Condition{Status: metav1.ConditionTrue, Reason: appv1alpha1.ReasonFailedCreate, Message: "creating pods: quota exceeded"},
 		},
 		{
 			name:     "delete failed, replacing an earlier failure",
 			existing: []metav1.Condition{previousFailure},
-			outcome:  scaleOutcome{attempted: true, failureReason: ReasonFailedDelete, err: errors.New("deleting pods: forbidden")},
-			want:     metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonFailedDelete, Message: "deleting pods: forbidden"},
+			outcome:  scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedDelete, err: errors.New("deleting pods: forbidden")},
+			want:     metav1.Condition{Status: metav1.ConditionTrue, Reason: appv1alpha1.ReasonFailedDelete, Message: "deleting pods: forbidden"},
 		},
 		{
 			name:    "attempted without error",
 			outcome: scaleOutcome{attempted: true},
-			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNoFailure},
+			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 		{
 			name:     "attempted without error clears an earlier failure",
 			existing: []metav1.Condition{previousFailure},
 			outcome:  scaleOutcome{attempted: true},
-			want:     metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNoFailure},
+			want:     metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 		{
 			name:      "not attempted keeps the earlier condition, for the current generation",
@@ -263,7 +263,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 		{
 			name:    "not attempted, none yet: no failure",
 			outcome: scaleOutcome{attempted: false},
-			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNoFailure},
+			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 	}
 	for _, tt := range tests {
@@ -322,7 +322,7 @@ func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 	ps.Status.Conditions = []metav1.Condition{{
 		Type:               appv1alpha1.ConditionAvailable,
 		Status:             metav1.ConditionTrue,
-		Reason:             ReasonMinimumReplicasAvailable,
+		Reason:             appv1alpha1.ReasonMinimumReplicasAvailable,
 		LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
 	}}
 
@@ -343,7 +343,7 @@ func TestComputeStatusIsPure(t *testing.T) {
 		unitPod("a", readySince(unitNow.Add(-time.Hour))),
 		unitPod("c", terminatingSince(unitNow)),
 	}
-	outcome := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New("quota")}
+	outcome := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New("quota")}
 
 	first := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
 	second := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
@@ -446,14 +446,14 @@ func pureStatusInput() *appv1alpha1.PodSet {
 			{
 				Type:               appv1alpha1.ConditionAvailable,
 				Status:             metav1.ConditionTrue,
-				Reason:             ReasonMinimumReplicasAvailable,
+				Reason:             appv1alpha1.ReasonMinimumReplicasAvailable,
 				ObservedGeneration: 2,
 				LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
 			},
 			{
 				Type:               appv1alpha1.ConditionReplicaFailure,
 				Status:             metav1.ConditionTrue,
-				Reason:             ReasonFailedDelete,
+				Reason:             appv1alpha1.ReasonFailedDelete,
 				Message:            "old",
 				ObservedGeneration: 2,
 				LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
@@ -469,15 +469,15 @@ func pureStatusInput() *appv1alpha1.PodSet {
 func TestReplicaFailureKeepsItsMessageWhileTheFailureGoesOn(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(3)
-	first := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
+	first := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
 	ps.Status = computeStatus(ps, nil, &revisionState{}, first, unitNow)
 
-	again := scaleOutcome{attempted: true, failureReason: ReasonFailedCreate, err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
+	again := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
 	next := computeStatus(ps, nil, &revisionState{}, again, unitNow.Add(time.Minute))
 	g.Expect(next).To(Equal(ps.Status), "an ongoing failure must not change the status")
 
-	other := scaleOutcome{attempted: true, failureReason: ReasonFailedDelete, err: errors.New("delete refused")}
+	other := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedDelete, err: errors.New("delete refused")}
 	c := meta.FindStatusCondition(computeStatus(ps, nil, &revisionState{}, other, unitNow).Conditions, appv1alpha1.ConditionReplicaFailure)
-	g.Expect(c.Reason).To(Equal(ReasonFailedDelete))
+	g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
 	g.Expect(c.Message).To(Equal("delete refused"))
 }

@@ -130,7 +130,7 @@ func TestARollingStepSkipsTheCreationsOfFailedDeletes(t *testing.T) {
 	g.Expect(podsIn(g, c)).To(HaveLen(4))
 	failure := meta.FindStatusCondition(statusOf(g, c, ps).Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(failure).NotTo(BeNil())
-	g.Expect(failure.Reason).To(Equal(ReasonFailedDelete))
+	g.Expect(failure.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.Satisfied(key)).To(BeFalse(), "the creation and deletion made are awaited")
 }

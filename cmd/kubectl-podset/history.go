@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -73,7 +72,7 @@ func newHistoryCommand(o *options) *cobra.Command {
 // listRevisions returns the PodSet's ControllerRevisions, oldest first.
 func listRevisions(ctx context.Context, c client.Client, ps *appv1alpha1.PodSet) ([]*appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, list, client.InNamespace(ps.Namespace), client.MatchingLabels{controllers.LabelPodSet: ps.Name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ps.Namespace), client.MatchingLabels{appv1alpha1.LabelPodSet: ps.Name}); err != nil {
 		return nil, fmt.Errorf("listing the revisions of podset %q: %w", ps.Name, err)
 	}
 	var revs []*appsv1.ControllerRevision
@@ -100,7 +99,7 @@ func printHistory(o *options, ps *appv1alpha1.PodSet, revs []*appsv1.ControllerR
 	w := tabwriter.NewWriter(o.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "REVISION\tCHANGE-CAUSE\tIMAGE\tNAME")
 	for _, cr := range revs {
-		cause := cr.Annotations[controllers.AnnotationChangeCause]
+		cause := cr.Annotations[appv1alpha1.AnnotationChangeCause]
 		if cause == "" {
 			cause = "<none>"
 		}
@@ -127,7 +126,7 @@ func printRevision(o *options, ps *appv1alpha1.PodSet, cr *appsv1.ControllerRevi
 		return err
 	}
 	fmt.Fprintf(o.Out, "podset.app.example.com/%s with revision #%d (%s)\n", ps.Name, cr.Revision, cr.Name)
-	if cause := cr.Annotations[controllers.AnnotationChangeCause]; cause != "" {
+	if cause := cr.Annotations[appv1alpha1.AnnotationChangeCause]; cause != "" {
 		fmt.Fprintf(o.Out, "Change cause: %s\n", cause)
 	}
 	fmt.Fprintf(o.Out, "Pod template:\n%s", indent(string(out)))

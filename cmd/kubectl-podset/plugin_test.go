@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -106,8 +105,8 @@ func podSetWithHistory(g Gomega, ns string, images ...string) *appv1alpha1.PodSe
 		cr := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: revision.Name(ps.Name, hash), Namespace: ns,
-				Labels:          map[string]string{controllers.LabelPodSet: ps.Name, controllers.LabelRevisionHash: hash},
-				Annotations:     map[string]string{controllers.AnnotationChangeCause: "deploy " + image},
+				Labels:          map[string]string{appv1alpha1.LabelPodSet: ps.Name, appv1alpha1.LabelRevisionHash: hash},
+				Annotations:     map[string]string{appv1alpha1.AnnotationChangeCause: "deploy " + image},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: appv1alpha1.GroupVersion.String(), Kind: "PodSet", Name: ps.Name, UID: ps.UID, Controller: ptr.To(true)}},
 			},
 			Data:     data,
@@ -211,7 +210,7 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	ps = get(g, ps)
 	ps.Status.ObservedGeneration = ps.Generation
 	ps.Status.Conditions = []metav1.Condition{{
-		Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: controllers.ReasonProgressDeadlineExceeded,
+		Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonProgressDeadlineExceeded,
 		Message: "no progress for 10m0s", LastTransitionTime: metav1.Now(),
 	}}
 	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
@@ -221,7 +220,7 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("exceeded its progress deadline"))
 
 	ps = get(g, ps)
-	ps.Status.Conditions[0].Status, ps.Status.Conditions[0].Reason = metav1.ConditionTrue, controllers.ReasonNewRevisionAvailable
+	ps.Status.Conditions[0].Status, ps.Status.Conditions[0].Reason = metav1.ConditionTrue, appv1alpha1.ReasonNewRevisionAvailable
 	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
 	out, err := run(ns, "rollout", "status", "web", "--timeout=5s")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers"
 )
 
 func newStatusCommand(o *options) *cobra.Command {
@@ -76,10 +75,10 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 		return "Waiting for podset spec update to be observed...", false, nil
 	}
 	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
-	if progressing != nil && progressing.Reason == controllers.ReasonProgressDeadlineExceeded {
+	if progressing != nil && progressing.Reason == appv1alpha1.ReasonProgressDeadlineExceeded {
 		return "", false, fmt.Errorf("podset %q exceeded its progress deadline: %s: %w", ps.Name, progressing.Message, errRolloutFailed)
 	}
-	if progressing != nil && progressing.Reason == controllers.ReasonPaused {
+	if progressing != nil && progressing.Reason == appv1alpha1.ReasonPaused {
 		return "", false, fmt.Errorf("podset %q is paused (%d of %d pods updated): resume it with `kubectl podset rollout resume %s`",
 			ps.Name, st.UpdatedReplicas, ps.DesiredReplicas(), ps.Name)
 	}
@@ -88,7 +87,7 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	if ps.Spec.UpdateStrategy.Type != appv1alpha1.OnDeleteStrategyType && ps.Spec.UpdateStrategy.RollingUpdate != nil {
 		wantUpdated = desired - min(ptr.Deref(ps.Spec.UpdateStrategy.RollingUpdate.Partition, 0), desired)
 	}
-	done := progressing != nil && progressing.Reason == controllers.ReasonNewRevisionAvailable
+	done := progressing != nil && progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable
 	switch {
 	case done:
 		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil

@@ -1,0 +1,54 @@
+package v1alpha1
+
+// Labels every pod of a PodSet carries. The selector is the whole set: a pod
+// belongs to a PodSet only while it carries all of them (and its controller
+// ownerReference), so editing one of them by hand releases the pod. The
+// managed-by label is special: the operator caches only pods carrying it, so
+// a pod stripped of it leaves the operator's view; it is released all the
+// same. They live with the API because tools that read PodSets (the kubectl
+// plugin, dashboards, alerts) select pods and revisions by them.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelPodSet names the PodSet a pod or a ControllerRevision belongs
+	// to. It is also what orphaned pods and revisions are matched on to find
+	// the PodSet that may adopt them.
+	LabelPodSet = "app.example.com/podset"
+	// LabelRevisionHash carries the hash of the pod template revision a pod
+	// was made from, as the StatefulSet and DaemonSet controllers label
+	// theirs. It is not part of the selector: pods of every revision are the
+	// PodSet's.
+	LabelRevisionHash = "controller-revision-hash"
+
+	// NameValue is the value of app.kubernetes.io/name on every operand pod.
+	NameValue = "podset"
+	// ManagedByValue is the value of app.kubernetes.io/managed-by on every
+	// operand pod and revision.
+	ManagedByValue = "podset-operator"
+)
+
+// AnnotationChangeCause is the annotation kubectl users record a change's
+// reason in. The operator copies it from the PodSet to the revision it
+// makes, where `kubectl podset rollout history` shows it.
+const AnnotationChangeCause = "kubernetes.io/change-cause"
+
+// Reasons of the conditions a PodSet reports, as the Deployment and
+// ReplicaSet controllers name theirs where the meaning is the same.
+const (
+	// Available.
+	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// Progressing.
+	ReasonScalingUp                = "ScalingUp"
+	ReasonScalingDown              = "ScalingDown"
+	ReasonRollingUpdate            = "RollingUpdate"
+	ReasonWaitingForAvailability   = "WaitingForAvailability"
+	ReasonNewRevisionAvailable     = "NewRevisionAvailable"
+	ReasonPaused                   = "Paused"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReplicaFailure.
+	ReasonFailedCreate = "FailedCreate"
+	ReasonFailedDelete = "FailedDelete"
+	ReasonNoFailure    = "NoFailure"
+)
