@@ -27,6 +27,8 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers"
 	"github.com/example/podset-operator/internal/metricsauth"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 // Environment variables the manager reads.
@@ -129,13 +131,13 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	// With leader election, the lease lock reports its renewals to a fence
 	// that stops a leader resumed after a pause from acting on what it knew
-	// before (see controllers.LeaderFence).
+	// before (see leaderfence.Fence).
 	var (
-		fence *controllers.LeaderFence
+		fence *leaderfence.Fence
 		lock  resourcelock.Interface
 	)
 	if enableLeaderElection {
-		fence = controllers.NewLeaderFence(controllers.DefaultFenceThreshold)
+		fence = leaderfence.New(leaderfence.DefaultThreshold)
 		// The lock gets a copy of the config: controller-runtime's
 		// NewResourceLock sets its User-Agent ("leader-election") on
 		// the config it is given, and the lease must be renewed

@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 const expKey = "ns/web/uid-1"
@@ -298,6 +300,7 @@ func TestMayHaveReachedServer(t *testing.T) {
 		{"unavailable: refused", apierrors.NewServiceUnavailable("restarting"), false},
 		{"internal error: etcd may have committed the write", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
 		{"too many requests: refused before it was processed", apierrors.NewTooManyRequests("slow down", 1), false},
+		{"refused by the leader fence, as client-go wraps it: never sent", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: leaderfence.ErrFenced}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(mayHaveReachedServer(tc.err)).To(Equal(tc.want))

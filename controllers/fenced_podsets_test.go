@@ -1,12 +1,16 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 // queuedNames drains what the fence's channel source would queue within a
@@ -34,9 +38,7 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	ps := unitPodSet(3)
 	r, c := unitReconciler(t, nil, nil, ps)
 	clock := unitNow
-	f := NewLeaderFence(2 * time.Second)
-	f.now = func() time.Time { return clock }
-	f.lastTick = clock
+	f := leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return clock }))
 	f.OnRenewal(r.fenced.release)
 	r.Fence = f
 	clock = clock.Add(20 * time.Second) // paused
@@ -48,10 +50,10 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued before the lease was renewed")
 
 	clock = clock.Add(time.Second)
-	f.renewed(f.now())
+	renewLease(g, f)
 	g.Expect(queuedNames(r.fenced.wake)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 
-	f.renewed(f.now())
+	renewLease(g, f)
 	g.Expect(queuedNames(r.fenced.wake)).To(BeEmpty(), "queued once per refusal")
 }
 
@@ -61,10 +63,22 @@ func TestWaitForRenewalAfterTheRenewalQueuesAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(3)
 	r, _ := unitReconciler(t, nil, nil, ps)
-	r.Fence = NewLeaderFence(2 * time.Second) // allows: no pause seen
+	r.Fence = leaderfence.New(2 * time.Second) // allows: no pause seen
 	r.Fence.OnRenewal(r.fenced.release)
 
 	r.waitForRenewal(client.ObjectKeyFromObject(ps))
 
 	g.Expect(queuedNames(r.fenced.wake)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 }
+
+// renewLease has f's lease lock write the lease, as client-go's leader
+// election does at each renewal.
+func renewLease(g Gomega, f *leaderfence.Fence) {
+	g.Expect(f.Wrap(heldLease{}).Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
+}
+
+// heldLease is a lease lock of replica "me" whose writes succeed.
+type heldLease struct{ resourcelock.Interface }
+
+func (heldLease) Update(context.Context, resourcelock.LeaderElectionRecord) error { return nil }
+func (heldLease) Identity() string                                                { return "me" }

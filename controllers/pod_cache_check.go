@@ -39,7 +39,7 @@ const (
 //     late: after an API server restart its relist waits out client-go's
 //     reflector backoff, which grows to 30-60 s when restarts follow each
 //     other.
-//   - A replica that was paused (LeaderFence) renews its lease and may act
+//   - A replica that was paused (leaderfence.Fence) renews its lease and may act
 //     again, but its cache missed what happened during the pause, possibly
 //     pods created by the replica that led meanwhile.
 //

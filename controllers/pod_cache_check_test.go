@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 // ownedPods are n pods of ps's update revision, controlled by it, Ready.
@@ -125,15 +127,13 @@ func TestReconcileCreatesWhatUncertainCreationsDidNotMake(t *testing.T) {
 
 // pausedFence is a fence that noticed a pause and saw the lease renewed
 // after it.
-func pausedFence(g Gomega) *LeaderFence {
+func pausedFence(g Gomega) *leaderfence.Fence {
 	clock := unitNow
-	f := NewLeaderFence(2 * time.Second)
-	f.now = func() time.Time { return clock }
-	f.lastTick = clock
+	f := leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return clock }))
 	clock = clock.Add(20 * time.Second) // paused
-	g.Expect(f.Allow()).To(MatchError(ErrFenced))
+	g.Expect(f.Allow()).To(MatchError(leaderfence.ErrFenced))
 	clock = clock.Add(time.Second)
-	f.renewed(f.now())
+	renewLease(g, f)
 	return f
 }
 
@@ -179,17 +179,15 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	// the pause and deleted during it.
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	clock := unitNow
-	f := NewLeaderFence(2 * time.Second)
-	f.now = func() time.Time { return clock }
-	f.lastTick = clock
+	f := leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return clock }))
 	r.Fence = f
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 	r.Expectations.ExpectCreations(key, 1)
 
 	clock = clock.Add(20 * time.Second) // paused
-	g.Expect(f.Allow()).To(MatchError(ErrFenced))
+	g.Expect(f.Allow()).To(MatchError(leaderfence.ErrFenced))
 	clock = clock.Add(time.Second)
-	f.renewed(f.now())
+	renewLease(g, f)
 
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,24 +1,10 @@
-// Package controllers holds the PodSet reconciler.
-//
-// podset_controller.go orchestrates one reconcile; each concern lives in its
-// own file: pod_index.go (the cached pods by controller and label),
-// pod_ownership.go (which pods are the PodSet's: adoption and release),
-// revision_ownership.go (the same for its revisions), revisions.go (the pod template's ControllerRevisions; the pure part is in
-// package revision), rolling_update.go (what one step creates and deletes;
-// the arithmetic is in package rollout), scaling.go (creating and deleting
-// pods under expectations.go), slow_start.go, deletion_ranking.go,
-// background_deletions.go (steps that only delete, sent without holding a
-// worker), pod_template.go (what a pod looks like), status.go (what the
-// status says), status_pacing.go (when it is written),
-// unseen_status_writes.go (writes the cache does not have yet, not sent
-// twice), pod_events.go (which pod events wake which PodSet),
-// cache_options.go (what the manager caches), and leader_fence.go with
-// leader_fence_transport.go (what keeps a leader resumed after a pause from
-// acting) and fenced_podsets.go (what it does once it may),
-// pod_cache_check.go (what a PodSet acts on when its cache is known to be
-// behind), lagging_podsets.go (which PodSets' caches to check because
-// the events of their writes are late) and quota_wakeups.go (which quota
-// changes wake the PodSets a quota refused).
+// Package controllers holds the PodSet reconciler. Reconcile runs one
+// PodSet through the phases it lists; the files beside it hold one concern
+// each, and the packages under it hold what needs no reconciler: revision
+// (what a revision holds, its hash and name) and rollout (one step of a
+// rolling update), both pure, and leaderfence (what keeps a leader resumed
+// after a pause from acting). docs/architecture.md maps each concern to its
+// files.
 package controllers
 
 import (
@@ -45,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -91,8 +79,8 @@ type PodSetReconciler struct {
 	// at once.
 	PodEventBatchPeriod time.Duration
 	// Fence, when set, stops a leader that was paused from acting until it
-	// has renewed its lease (see LeaderFence).
-	Fence *LeaderFence
+	// has renewed its lease (see leaderfence.Fence).
+	Fence *leaderfence.Fence
 
 	statusPacer *statusPacer
 	// unseenWrites are the status writes the cache does not have yet.
@@ -240,7 +228,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // TransientRetryAfter), or because the leader fence refused a write (the
 // lease renewal queues it again, see fencedPodSets).
 func (r *PodSetReconciler) retry(ctx context.Context, req ctrl.Request, err error) (ctrl.Result, error) {
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, leaderfence.ErrFenced) {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
 	}
 	if isTransient(err) {

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 func TestStatusChangedPredicate(t *testing.T) {
@@ -208,7 +209,7 @@ func TestTransientErrors(t *testing.T) {
 		{"connection refused, wrapped", fmt.Errorf("creating pods: %w", refused), true},
 		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
 		{"connection force closed", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: errors.New("http2: client connection force closed via ClientConn.Close")}, true},
-		{"fenced: ours, not the server's", ErrFenced, false},
+		{"fenced: ours, not the server's", leaderfence.ErrFenced, false},
 		{"all transient", kerrors.NewAggregate([]error{unavailable, refused}), true},
 		{"one is not", kerrors.NewAggregate([]error{unavailable, quota}), false},
 		{"none", nil, false},

@@ -119,7 +119,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	return nil
 }
 
-// fenceAllows is nil unless a fence is set and refuses (see LeaderFence).
+// fenceAllows is nil unless a fence is set and refuses (see leaderfence.Fence).
 func (r *PodSetReconciler) fenceAllows() error {
 	if r.Fence == nil {
 		return nil

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 // TransientRetryAfter is when a reconcile that failed only because the API
@@ -97,8 +99,8 @@ func isTransportError(err error) bool {
 // neverSent reports whether a transport failure happened before the request
 // left this process: no connection could be made, or the fence refused it.
 func neverSent(err error) bool {
-	// The fence refuses a write before it is sent (LeaderFence.WrapTransport).
-	if utilnet.IsConnectionRefused(err) || errors.Is(err, ErrFenced) {
+	// The fence refuses a write before it is sent (leaderfence.Fence.WrapTransport).
+	if utilnet.IsConnectionRefused(err) || errors.Is(err, leaderfence.ErrFenced) {
 		return true
 	}
 	var opErr *net.OpError

@@ -1,4 +1,8 @@
-package controllers
+// Package leaderfence keeps a leader that was paused (SIGSTOP, a frozen VM,
+// a stalled node) from acting on what it knew before the pause, until it has
+// renewed its lease: the fence itself, the lease lock that reports renewals
+// to it, and the HTTP transport that refuses writes while it is closed.
+package leaderfence
 
 import (
 	"context"
@@ -12,11 +16,11 @@ import (
 // ErrFenced is returned by a reconcile of a replica that may no longer lead.
 var ErrFenced = errors.New("this replica may have lost its leader lease while it was paused; waiting for a lease renewal")
 
-// DefaultFenceThreshold is the longest gap between two ticks of a
-// LeaderFence that is not taken for a pause of the whole process.
-const DefaultFenceThreshold = 2 * time.Second
+// DefaultThreshold is the longest gap between two ticks of a
+// Fence that is not taken for a pause of the whole process.
+const DefaultThreshold = 2 * time.Second
 
-// LeaderFence stops a leader that was paused (SIGSTOP, a frozen VM, a
+// Fence stops a leader that was paused (SIGSTOP, a frozen VM, a
 // stalled node) from acting on what it knew before the pause.
 //
 // Leader election alone does not prevent it: the paused leader's lease
@@ -31,7 +35,7 @@ const DefaultFenceThreshold = 2 * time.Second
 // refuses every reconcile until this replica has renewed its lease again, a
 // renewal that happens only if it still leads. It costs nothing while no
 // pause is seen: no API call, one mutex.
-type LeaderFence struct {
+type Fence struct {
 	threshold time.Duration
 	tick      time.Duration
 	now       func() time.Time
@@ -52,23 +56,35 @@ type LeaderFence struct {
 
 // OnRenewal sets a function called (outside the fence's lock) after each
 // successful lease write: what the fence refused may go on from then.
-func (f *LeaderFence) OnRenewal(fn func()) {
+func (f *Fence) OnRenewal(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.onRenewal = fn
 }
 
-// NewLeaderFence returns a fence that takes a gap longer than threshold for
+// New returns a fence that takes a gap longer than threshold for
 // a pause.
-func NewLeaderFence(threshold time.Duration) *LeaderFence {
-	f := &LeaderFence{threshold: threshold, tick: threshold / 10, now: time.Now}
+func New(threshold time.Duration, opts ...Option) *Fence {
+	f := &Fence{threshold: threshold, tick: threshold / 10, now: time.Now}
+	for _, opt := range opts {
+		opt(f)
+	}
 	f.lastTick = f.now()
 	return f
 }
 
+// Option configures a Fence.
+type Option func(*Fence)
+
+// WithClock makes the fence read the time from now instead of the wall
+// clock, so that the tests of code that asks the fence can stage a pause.
+func WithClock(now func() time.Time) Option {
+	return func(f *Fence) { f.now = now }
+}
+
 // Start ticks until ctx ends. It runs in every replica, leader or not (a
 // manager.Runnable that does not need leader election).
-func (f *LeaderFence) Start(ctx context.Context) error {
+func (f *Fence) Start(ctx context.Context) error {
 	t := time.NewTicker(f.tick)
 	defer t.Stop()
 	for {
@@ -82,16 +98,16 @@ func (f *LeaderFence) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection makes the ticking run in standby replicas too.
-func (f *LeaderFence) NeedLeaderElection() bool { return false }
+func (f *Fence) NeedLeaderElection() bool { return false }
 
 // observe records a tick, and a pause if the clock jumped.
-func (f *LeaderFence) observe() {
+func (f *Fence) observe() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observeLocked()
 }
 
-func (f *LeaderFence) observeLocked() {
+func (f *Fence) observeLocked() {
 	now := f.now()
 	if now.Sub(f.lastTick) > f.threshold && f.suspectSince.IsZero() {
 		f.suspectSince = now
@@ -103,7 +119,7 @@ func (f *LeaderFence) observeLocked() {
 // Allow returns ErrFenced while a pause has been noticed and the lease not
 // renewed since. It looks at the clock itself too: right after a resume,
 // a worker may run before the ticking goroutine does.
-func (f *LeaderFence) Allow() error {
+func (f *Fence) Allow() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observeLocked()
@@ -121,7 +137,7 @@ func (f *LeaderFence) Allow() error {
 // Trips is the number of pauses noticed so far. After each, the cache of
 // every PodSet is checked against the API server before it acts again: the
 // lease tells this replica it still leads, not that its cache has caught up.
-func (f *LeaderFence) Trips() uint64 {
+func (f *Fence) Trips() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observeLocked()
@@ -134,7 +150,7 @@ func (f *LeaderFence) Trips() uint64 {
 // before the pause. Taken as a renewal after it, it opened the fence of a
 // replica whose lease a successor already held, and the two acted side by
 // side (the fault matrix: 84 live pods for a bound of 63).
-func (f *LeaderFence) renewed(sent time.Time) {
+func (f *Fence) renewed(sent time.Time) {
 	f.mu.Lock()
 	if sent.After(f.lastRenew) {
 		f.lastRenew = sent
@@ -147,7 +163,7 @@ func (f *LeaderFence) renewed(sent time.Time) {
 }
 
 // sendTime is the moment a lease write leaves, as the fence's clock has it.
-func (f *LeaderFence) sendTime() time.Time {
+func (f *Fence) sendTime() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.now()
@@ -157,7 +173,7 @@ func (f *LeaderFence) sendTime() time.Time {
 // A leader learns it lost its lease that way, but client-go lets it go on
 // as leader until its renew deadline (10 s) has passed: the fence refuses
 // from now on, until this replica writes the lease again.
-func (f *LeaderFence) sawOtherHolder() {
+func (f *Fence) sawOtherHolder() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now := f.now(); f.suspectSince.IsZero() || f.lastRenew.After(f.suspectSince) {
@@ -167,13 +183,13 @@ func (f *LeaderFence) sawOtherHolder() {
 
 // Wrap returns lock, reporting each successful lease write (acquisition and
 // renewal) to the fence.
-func (f *LeaderFence) Wrap(lock resourcelock.Interface) resourcelock.Interface {
+func (f *Fence) Wrap(lock resourcelock.Interface) resourcelock.Interface {
 	return &fencedLock{Interface: lock, fence: f}
 }
 
 type fencedLock struct {
 	resourcelock.Interface
-	fence *LeaderFence
+	fence *Fence
 
 	mu sync.Mutex
 	// lastHolder is the holder of the lease as last read.

@@ -1,4 +1,4 @@
-package controllers
+package leaderfence
 
 import (
 	"errors"
@@ -27,13 +27,13 @@ import (
 // a standby (which the fence refuses, having read another holder) as on the
 // leader. The lease lock must use a config without this wrapper, or a
 // fenced replica could never renew its lease.
-func (f *LeaderFence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+func (f *Fence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return &fencedTransport{next: rt, fence: f}
 }
 
 type fencedTransport struct {
 	next  http.RoundTripper
-	fence *LeaderFence
+	fence *Fence
 }
 
 // changesNothing reports whether a request only reads or asks.
@@ -76,7 +76,7 @@ func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 //
 // Every write the manager sends has a body (creates, patches, and deletes
 // with their options); one without is let through as before.
-func (f *LeaderFence) fenceBody(req *http.Request) *http.Request {
+func (f *Fence) fenceBody(req *http.Request) *http.Request {
 	if req.Body == nil || req.Body == http.NoBody {
 		return req
 	}
@@ -106,7 +106,7 @@ var errFencedMidBody = errors.New("this replica may have lost its leader lease w
 // fencedBody is a request body that asks the fence before each read.
 type fencedBody struct {
 	io.ReadCloser
-	fence *LeaderFence
+	fence *Fence
 	// read is set once any byte has been handed out.
 	read atomic.Bool
 }
