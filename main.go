@@ -29,6 +29,7 @@ import (
 	"github.com/example/podset-operator/internal/metricsauth"
 
 	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // Environment variables the manager reads.
@@ -120,7 +121,7 @@ func main() {
 	namespaces := watchNamespaces(os.Getenv(envWatchNamespace))
 	operandImage := os.Getenv(envOperandImage)
 	if operandImage == "" {
-		operandImage = controllers.DefaultOperandImage
+		operandImage = operand.DefaultOperandImage
 	}
 
 	pods := controllers.NewPodIndex()

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
@@ -37,10 +39,10 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics, g
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: ManagedPodsSelector(), Transform: slimPod},
+			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: slimPod},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
-			&appsv1.ControllerRevision{}: {Label: ManagedPodsSelector()},
+			&appsv1.ControllerRevision{}: {Label: operand.ManagedSelector()},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -63,7 +65,7 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics, g
 // are computed between two versions of the cached object and so only carry
 // metadata.
 //
-// Of the status it keeps what isPodLive, isPodReady, isPodAvailable and the
+// Of the status it keeps what operand.IsLive, operand.IsReady, operand.IsAvailable and the
 // deletion ranking read: the phase, the Ready condition and each
 // container's restart count. The rest (the other conditions, IPs, images,
 // container IDs and states) is about a kilobyte per running pod, and with

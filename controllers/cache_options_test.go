@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
@@ -36,7 +38,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 	g.Expect(podCache).NotTo(BeNil(), "no ByObject entry for pods")
 	g.Expect(podCache.Label).NotTo(BeNil())
 	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
-	g.Expect(podCache.Label.Matches(labels.Set(podLabels(unitPodSet(1))))).To(BeTrue())
+	g.Expect(podCache.Label.Matches(labels.Set(operand.Labels(unitPodSet(1))))).To(BeTrue())
 	g.Expect(podCache.Label.Matches(labels.Set{appv1alpha1.LabelPodSet: "web", appv1alpha1.LabelName: appv1alpha1.NameValue})).To(BeFalse())
 	g.Expect(podCache.Field).To(BeNil())
 }
@@ -97,7 +99,7 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	}
 	g.Expect(transform).NotTo(BeNil(), "no Transform for pods")
 
-	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
+	pod := newPodFromSpec(unitPodSet(1), testOperandImage)
 	pod.Name, pod.UID = "web-1", "uid-1"
 	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "PodSet", Name: "web", UID: "ps-uid"}}
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
@@ -140,17 +142,17 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	// What the reconciler reads answers the same on the slim pod.
 	now := time.Now()
 	for _, minReady := range []time.Duration{0, 30 * time.Second, 2 * time.Minute} {
-		g.Expect(isPodAvailable(slim, minReady, now)).To(Equal(isPodAvailable(want, minReady, now)), "minReady %v", minReady)
+		g.Expect(operand.IsAvailable(slim, minReady, now)).To(Equal(operand.IsAvailable(want, minReady, now)), "minReady %v", minReady)
 	}
-	g.Expect(isPodLive(slim)).To(BeTrue())
-	g.Expect(isPodReady(slim)).To(BeTrue())
-	g.Expect(restartCount(slim)).To(Equal(restartCount(want)))
-	g.Expect(restartCount(slim)).To(Equal(int32(3)))
+	g.Expect(operand.IsLive(slim)).To(BeTrue())
+	g.Expect(operand.IsReady(slim)).To(BeTrue())
+	g.Expect(operand.RestartCount(slim)).To(Equal(operand.RestartCount(want)))
+	g.Expect(operand.RestartCount(slim)).To(Equal(int32(3)))
 }
 
 func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
 	g := NewWithT(t)
-	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
+	pod := newPodFromSpec(unitPodSet(1), testOperandImage)
 	pod.Status = corev1.PodStatus{
 		Phase:      corev1.PodPending,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}},
@@ -161,13 +163,13 @@ func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	slim := out.(*corev1.Pod)
 	g.Expect(slim.Status).To(Equal(corev1.PodStatus{Phase: corev1.PodPending}))
-	g.Expect(isPodReady(slim)).To(BeFalse())
-	g.Expect(isPodLive(slim)).To(BeTrue())
+	g.Expect(operand.IsReady(slim)).To(BeFalse())
+	g.Expect(operand.IsLive(slim)).To(BeTrue())
 }
 
 func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
 	g := NewWithT(t)
-	pod := newPodFromSpec(unitPodSet(1), managerDefaultImage)
+	pod := newPodFromSpec(unitPodSet(1), testOperandImage)
 	delete(pod.Labels, appv1alpha1.LabelRevisionHash) // made by operator v0.1.0
 	pod.Spec.NodeName = "node-1"
 	containers := pod.DeepCopy().Spec.Containers

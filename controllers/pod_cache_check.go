@@ -14,6 +14,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/example/podset-operator/controllers/rollout"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
@@ -190,7 +192,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// operator's highest heap (docs/benchmarks.md, "Cache checks"). The pods
 	// themselves are read only when the cache is behind and the reconcile
 	// needs their status to act on.
-	itsPods := []client.ListOption{client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: podSelector(s.podSet)}}
+	itsPods := []client.ListOption{client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: operand.Selector(s.podSet)}}
 	onServer := &metav1.PartialObjectMetadataList{}
 	onServer.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := r.APIReader.List(ctx, onServer, itsPods...); err != nil {
@@ -220,7 +222,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	if doubtful || s.expectationsWait > 0 || behind {
 		// The cache holds exactly what the API server has: nothing
 		// waited for is still to come.
-		r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
+		r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
 		s.expectationsWait = 0
 	}
 	r.cacheChecks.done(s.key, doubts)
@@ -263,7 +265,7 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 			s.pods = append(s.pods, &live[i])
 		}
 	}
-	r.Expectations.Resolve(s.key, podUIDs(s.pods)...)
+	r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
 	s.expectationsWait = 0
 	return true, nil
 }

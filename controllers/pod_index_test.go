@@ -8,6 +8,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // podIndexWith builds a PodIndex with one pod informer per slice of pods, as
@@ -30,11 +32,11 @@ func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *PodIndex {
 
 func TestPodIndexCandidates(t *testing.T) {
 	ps := unitPodSet(3) // "web" in unitNamespace
-	owned := unitPod("owned", controlledByPodSet("web"), withPodLabels(podLabels(ps)))
+	owned := unitPod("owned", controlledByPodSet("web"), withPodLabels(operand.Labels(ps)))
 	ownedRelabelled := unitPod("owned-relabelled", controlledByPodSet("web"), withPodLabels(map[string]string{"app": "other"}))
-	orphan := unitPod("orphan", withPodLabels(podLabels(ps)))
-	othersLabelled := unitPod("others", controlledBy("apps/v1", "ReplicaSet", "web"), withPodLabels(podLabels(ps)))
-	namesakeElsewhere := unitPod("elsewhere", withPodLabels(podLabels(ps)))
+	orphan := unitPod("orphan", withPodLabels(operand.Labels(ps)))
+	othersLabelled := unitPod("others", controlledBy("apps/v1", "ReplicaSet", "web"), withPodLabels(operand.Labels(ps)))
+	namesakeElsewhere := unitPod("elsewhere", withPodLabels(operand.Labels(ps)))
 	namesakeElsewhere.Namespace = "other-ns"
 	otherPodSet := unitPod("other-podset", controlledByPodSet("api"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "api"}))
 	// A pod in another namespace whose author wrote the PodSet's UID into
@@ -137,7 +139,7 @@ func (s staleIndexer) ByIndex(name, _ string) ([]any, error) { return s.byIndex[
 
 func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
 	ps := unitPodSet(3)
-	orphan := unitPod("a", withPodLabels(podLabels(ps)))
+	orphan := unitPod("a", withPodLabels(operand.Labels(ps)))
 	adopted := orphan.DeepCopy()
 	controlledByPodSet("web")(adopted)
 	adopted.ResourceVersion = "2"

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // claimPods finds the pods that belong to the PodSet: those it controls and
@@ -27,7 +29,7 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 		return fmt.Errorf("looking up the PodSet's pods: %w", err)
 	}
 
-	selector := podSelector(ps)
+	selector := operand.Selector(ps)
 	var orphans, unmatched []*corev1.Pod
 	for _, pod := range candidates {
 		matches := selector.Matches(labels.Set(pod.Labels))

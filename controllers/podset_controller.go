@@ -2,7 +2,8 @@
 // PodSet through the phases it lists; the files beside it hold one concern
 // each, and the packages under it hold what needs no reconciler: revision
 // (what a revision holds, its hash and name) and rollout (one step of a
-// rolling update), both pure, and leaderfence (what keeps a leader resumed
+// rolling update), both pure, operand (what a PodSet's pods are: labels,
+// template, state, deletion rank), and leaderfence (what keeps a leader resumed
 // after a pause from acting). docs/architecture.md maps each concern to its
 // files.
 package controllers

@@ -30,6 +30,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/leaderfence"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 func TestStatusChangedPredicate(t *testing.T) {
@@ -119,7 +121,7 @@ func TestReconcileThatScalesRequeuesAtTheExpectationsTimeout(t *testing.T) {
 // replaced, the cached copy is stale and no pod may be created from it.
 func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 	orphan := func() *corev1.Pod {
-		return unitPod("orphan", withPodLabels(podLabels(unitPodSet(1))), readySince(unitNow))
+		return unitPod("orphan", withPodLabels(operand.Labels(unitPodSet(1))), readySince(unitNow))
 	}
 	for _, tc := range []struct {
 		name  string

@@ -24,6 +24,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 const (
@@ -46,7 +48,7 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(ref.UID).To(Equal(ps.UID))
 		g.Expect(ref.Kind).To(Equal("PodSet"))
 		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
-		want := podLabels(ps)
+		want := operand.Labels(ps)
 		want[appv1alpha1.LabelRevisionHash] = revision.Hash(revision.FromPodSet(ps), nil)
 		g.Expect(pod.Labels).To(Equal(want))
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal(testOperandImage))
@@ -58,7 +60,7 @@ func TestIntegrationScalesUpAndDownToExactCounts(t *testing.T) {
 		g.Expect(st.Replicas).To(BeEquivalentTo(5))
 		g.Expect(st.ReadyReplicas).To(BeEquivalentTo(0))
 		g.Expect(st.PodNames).To(Equal(podNames(pods)))
-		g.Expect(st.Selector).To(Equal(podSelector(ps).String()))
+		g.Expect(st.Selector).To(Equal(operand.Selector(ps).String()))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionFalse))
 		g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(appv1alpha1.ReasonWaitingForAvailability))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
@@ -120,7 +122,7 @@ func TestIntegrationScaleSubresource(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.SubResource("scale").Get(ctx, ps, scale)).To(Succeed())
 		g.Expect(scale.Status.Replicas).To(BeEquivalentTo(4))
-		g.Expect(scale.Status.Selector).To(Equal(podSelector(ps).String()))
+		g.Expect(scale.Status.Selector).To(Equal(operand.Selector(ps).String()))
 	}, eventually, poll).Should(Succeed())
 }
 
@@ -198,7 +200,7 @@ func TestIntegrationLeavesForeignPodsAlone(t *testing.T) {
 	// Same labels as the PodSet's pods, but controlled by something else.
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-controller", Namespace: ns}}
 	g.Expect(k8sClient.Create(ctx, owner)).To(Succeed())
-	foreign := plainPod(ns, "foreign", podLabels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}))
+	foreign := plainPod(ns, "foreign", operand.Labels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}))
 	foreign.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
 	}}
@@ -234,7 +236,7 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	// runs another template is adopted and then replaced by the rollout:
 	// see TestIntegrationPodsWithoutRevisionAreRecognised.)
 	spec := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: ns}}
-	orphan := newPod(spec, revision.FromPodSet(spec), "", testOperandImage)
+	orphan := operand.NewPod(spec, revision.FromPodSet(spec), "", testOperandImage)
 	delete(orphan.Labels, appv1alpha1.LabelRevisionHash)
 	orphan.GenerateName, orphan.Name = "", "orphan"
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
@@ -471,11 +473,11 @@ func TestIntegrationRepeatedScalingNeverOvershoots(t *testing.T) {
 			switch ev.Type {
 			case watch.Added:
 				created[owner]++
-				live[owner][pod.UID] = isPodLive(pod)
+				live[owner][pod.UID] = operand.IsLive(pod)
 			case watch.Deleted:
 				delete(live[owner], pod.UID)
 			default:
-				live[owner][pod.UID] = isPodLive(pod)
+				live[owner][pod.UID] = operand.IsLive(pod)
 			}
 			count := 0
 			for _, l := range live[owner] {
@@ -551,7 +553,7 @@ func listLivePods(g Gomega, ps *appv1alpha1.PodSet) []corev1.Pod {
 	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ps.Namespace))).To(Succeed())
 	var out []corev1.Pod
 	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == ps.UID && isPodLive(&pod) {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == ps.UID && operand.IsLive(&pod) {
 			out = append(out, pod)
 		}
 	}

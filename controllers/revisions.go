@@ -19,6 +19,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // DefaultRevisionHistoryLimit is the default of spec.revisionHistoryLimit.
@@ -98,7 +100,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
 	running := map[string]bool{}
 	for _, pod := range pods {
-		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; isPodLive(pod) && hash != rs.updateHash {
+		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; operand.IsLive(pod) && hash != rs.updateHash {
 			running[hash] = true
 		}
 	}
@@ -295,14 +297,14 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 	}
 	var errs []error
 	for i, pod := range s.pods {
-		if !isPodLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != "" {
+		if !operand.IsLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != "" {
 			continue
 		}
 		var hash string
 		switch {
-		case podMatchesTemplate(pod, rs.updateTemplate, r.DefaultImage):
+		case operand.MatchesTemplate(pod, rs.updateTemplate, r.DefaultImage):
 			hash = rs.updateHash
-		case rs.currentHash != rs.updateHash && podMatchesTemplate(pod, rs.currentTemplate, r.DefaultImage):
+		case rs.currentHash != rs.updateHash && operand.MatchesTemplate(pod, rs.currentTemplate, r.DefaultImage):
 			hash = rs.currentHash
 		default:
 			continue

@@ -9,6 +9,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/rollout"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // step is what one reconcile does to the pods: the rollout package's counts,
@@ -44,10 +46,10 @@ func strategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
 // the rest, and counts the available ones in each.
 func revisionGroups(pods []*corev1.Pod, updateHash string, minReady time.Duration, now time.Time) (updated, old []*corev1.Pod, upd, oldCounts rollout.Group) {
 	for _, pod := range pods {
-		if !isPodLive(pod) {
+		if !operand.IsLive(pod) {
 			continue
 		}
-		available := isPodAvailable(pod, minReady, now)
+		available := operand.IsAvailable(pod, minReady, now)
 		if pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash {
 			updated = append(updated, pod)
 			upd.Live++
@@ -111,8 +113,8 @@ func pickVictims(group []*corev1.Pod, d rollout.Deletions, minReady time.Duratio
 	}
 	var victims []*corev1.Pod
 	unavailable, available := d.Unavailable, d.Available
-	for _, pod := range podsToDelete(group, len(group)) {
-		if isPodAvailable(pod, minReady, now) {
+	for _, pod := range operand.ToDelete(group, len(group)) {
+		if operand.IsAvailable(pod, minReady, now) {
 			if available > 0 {
 				victims = append(victims, pod)
 				available--

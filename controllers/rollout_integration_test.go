@@ -26,6 +26,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 func TestIntegrationRollingUpdateStaysWithinBounds(t *testing.T) {
@@ -288,7 +290,7 @@ func TestIntegrationPodsWithoutRevisionAreRecognised(t *testing.T) {
 	for i, image := range []string{"registry.example.com/web:1", "registry.example.com/web:1", "registry.example.com/web:0"} {
 		tmpl := revision.FromPodSet(spec)
 		tmpl.Image = image
-		pod := newPod(spec, tmpl, "", testOperandImage)
+		pod := operand.NewPod(spec, tmpl, "", testOperandImage)
 		delete(pod.Labels, appv1alpha1.LabelRevisionHash)
 		pod.GenerateName, pod.Name = "", fmt.Sprintf("legacy-v010-%d", i)
 		g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
@@ -347,7 +349,7 @@ func startFakeKubelet(ctx context.Context, t *testing.T, ns string) {
 			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
 				for i := range list.Items {
 					pod := &list.Items[i]
-					if isPodLive(pod) && !isPodReady(pod) {
+					if operand.IsLive(pod) && !operand.IsReady(pod) {
 						pod.Status.Phase = corev1.PodRunning
 						pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
 						_ = k8sClient.Status().Update(ctx, pod)
@@ -378,9 +380,9 @@ func watchBounds(ctx context.Context, t *testing.T, ns, name string) func() (max
 	observe := func() {
 		live, ready := 0, 0
 		for _, p := range pods {
-			if isPodLive(p) {
+			if operand.IsLive(p) {
 				live++
-				if isPodReady(p) {
+				if operand.IsReady(p) {
 					ready++
 				}
 			}

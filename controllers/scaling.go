@@ -18,6 +18,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -69,7 +71,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	}
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
-	r.Expectations.Expect(s.key, creations, podUIDs(step.victims))
+	r.Expectations.Expect(s.key, creations, operand.UIDs(step.victims))
 	if creations == 0 && len(step.victims) > 0 {
 		if bg := r.background.context(); bg != nil {
 			r.deletePodsInBackground(ctx, bg, s, step.victims)
@@ -186,7 +188,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		if err := r.fenceAllows(); err != nil {
 			return err
 		}
-		pod := newPod(ps, tmpl, hash, r.DefaultImage)
+		pod := operand.NewPod(ps, tmpl, hash, r.DefaultImage)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err
 		}

@@ -13,6 +13,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/rollout"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // scaleOutcome is what the scaling phase of one reconcile did.
@@ -41,7 +43,7 @@ func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, rs *revisionState
 	desired := ps.DesiredReplicas()
 
 	setReplicaCounts(&status, pods, rs.updateHash, minReady(ps), now)
-	status.Selector = podSelector(ps).String()
+	status.Selector = operand.Selector(ps).String()
 	status.ObservedGeneration = ps.Generation
 	if rs.update != nil {
 		status.UpdateRevision = rs.update.Name
@@ -82,7 +84,7 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 	status.UpdatedReplicas, status.UpdatedReadyReplicas, status.UpdatedAvailableReplicas = 0, 0, 0
 	status.PodNames = nil
 	for _, pod := range pods {
-		if !isPodLive(pod) {
+		if !operand.IsLive(pod) {
 			continue
 		}
 		updated := updateHash != "" && pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash
@@ -91,7 +93,7 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 		if updated {
 			status.UpdatedReplicas++
 		}
-		if wait, ready := availableIn(pod, minReady, now); ready {
+		if wait, ready := operand.AvailableIn(pod, minReady, now); ready {
 			status.ReadyReplicas++
 			if updated {
 				status.UpdatedReadyReplicas++
@@ -262,10 +264,10 @@ const maxConditionMessage = 32768
 func nextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.Time) time.Duration {
 	var next time.Duration
 	for _, pod := range pods {
-		if !isPodLive(pod) {
+		if !operand.IsLive(pod) {
 			continue
 		}
-		if wait, ready := availableIn(pod, minReady, now); ready && wait > 0 && (next == 0 || wait < next) {
+		if wait, ready := operand.AvailableIn(pod, minReady, now); ready && wait > 0 && (next == 0 || wait < next) {
 			next = wait
 		}
 	}

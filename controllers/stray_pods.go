@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // strayPods remembers the pods that left the operator's pod cache while still
@@ -110,7 +112,7 @@ func (r *PodSetReconciler) releaseStrays(ctx context.Context, s *podSetScope) er
 		}
 		ref := metav1.GetControllerOfNoCopy(pod)
 		if pod.UID != uid || ref == nil || ref.UID != s.podSet.UID || pod.DeletionTimestamp != nil ||
-			podSelector(s.podSet).Matches(labels.Set(pod.Labels)) {
+			operand.Selector(s.podSet).Matches(labels.Set(pod.Labels)) {
 			// Gone, someone else's, going, or back in the cache (its
 			// label restored): nothing to release.
 			r.strays.done(key, uid)

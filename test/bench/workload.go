@@ -17,7 +17,7 @@ import (
 )
 
 // The operand both controllers run: what a PodSet without spec.image runs
-// (controllers.DefaultOperandImage and its default command), under the same
+// (operand.DefaultOperandImage and its default command), under the same
 // restricted security context, so that admission, scheduling and the pod
 // objects' size cost the same on both sides.
 const (

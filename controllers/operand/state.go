@@ -1,4 +1,4 @@
-package controllers
+package operand
 
 import (
 	"time"
@@ -7,17 +7,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// isPodLive reports whether a pod counts towards spec.replicas: it is not
+// IsLive reports whether a pod counts towards spec.replicas: it is not
 // being deleted and has not terminated. Terminated pods are replaced, as a
 // ReplicaSet does, rather than restarted.
-func isPodLive(pod *corev1.Pod) bool {
+func IsLive(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != corev1.PodSucceeded &&
 		pod.Status.Phase != corev1.PodFailed
 }
 
-// podReadyCondition returns the pod's Ready condition, or nil.
-func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+// ReadyCondition returns the pod's Ready condition, or nil.
+func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
 			return &pod.Status.Conditions[i]
@@ -26,17 +26,17 @@ func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// isPodReady reports whether the pod's Ready condition is True.
-func isPodReady(pod *corev1.Pod) bool {
-	c := podReadyCondition(pod)
+// IsReady reports whether the pod's Ready condition is True.
+func IsReady(pod *corev1.Pod) bool {
+	c := ReadyCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// availableIn is how long until a ready pod becomes available: 0 if it
+// AvailableIn is how long until a ready pod becomes available: 0 if it
 // already is, and false if it is not ready at all. A pod is available once
 // it has been Ready for minReady.
-func availableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
-	c := podReadyCondition(pod)
+func AvailableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
+	c := ReadyCondition(pod)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return 0, false
 	}
@@ -54,14 +54,14 @@ func availableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.D
 	return 0, true
 }
 
-// isPodAvailable reports whether the pod has been Ready for minReady.
-func isPodAvailable(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	wait, ready := availableIn(pod, minReady, now)
+// IsAvailable reports whether the pod has been Ready for minReady.
+func IsAvailable(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
+	wait, ready := AvailableIn(pod, minReady, now)
 	return ready && wait == 0
 }
 
-// restartCount is the sum of the restart counts of the pod's containers.
-func restartCount(pod *corev1.Pod) int32 {
+// RestartCount is the sum of the restart counts of the pod's containers.
+func RestartCount(pod *corev1.Pod) int32 {
 	var n int32
 	for _, cs := range pod.Status.ContainerStatuses {
 		n += cs.RestartCount
@@ -69,8 +69,8 @@ func restartCount(pod *corev1.Pod) int32 {
 	return n
 }
 
-// podUIDs are the pods' UIDs, in order.
-func podUIDs(pods []*corev1.Pod) []types.UID {
+// UIDs are the pods' UIDs, in order.
+func UIDs(pods []*corev1.Pod) []types.UID {
 	uids := make([]types.UID, len(pods))
 	for i, p := range pods {
 		uids[i] = p.UID

@@ -1,4 +1,4 @@
-package controllers
+package operand
 
 import (
 	"testing"
@@ -12,31 +12,33 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+
+	"github.com/example/podset-operator/controllers/operand/operandtest"
 )
 
 const managerDefaultImage = "registry.example.com/operand@sha256:0123"
 
 func TestNewPodMetadata(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(3)
+	ps := operandtest.PodSet(3)
 
 	ps.Spec.PodAnnotations = map[string]string{"example.com/team": "web"}
 
-	pod := newPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage)
+	pod := NewPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage)
 
-	want := podLabels(ps)
+	want := Labels(ps)
 	want[appv1alpha1.LabelRevisionHash] = "abc123"
 	g.Expect(pod.Labels).To(Equal(want))
 	g.Expect(pod.Annotations).To(Equal(map[string]string{"example.com/team": "web"}))
 	ps.Spec.PodAnnotations["example.com/team"] = "changed"
 	g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/team", "web"), "the pod must not share the PodSet's map")
 	g.Expect(pod.Labels).To(HaveKeyWithValue(appv1alpha1.LabelPodSet, "web"))
-	g.Expect(podSelector(ps).Matches(labels.Set(pod.Labels))).To(BeTrue())
-	g.Expect(ManagedPodsSelector().Matches(labels.Set(pod.Labels))).To(BeTrue(),
+	g.Expect(Selector(ps).Matches(labels.Set(pod.Labels))).To(BeTrue())
+	g.Expect(ManagedSelector().Matches(labels.Set(pod.Labels))).To(BeTrue(),
 		"the manager caches only pods its selector matches")
 	g.Expect(pod.GenerateName).To(Equal("web-"))
 	g.Expect(pod.Name).To(BeEmpty())
-	g.Expect(pod.Namespace).To(Equal(unitNamespace))
+	g.Expect(pod.Namespace).To(Equal(operandtest.Namespace))
 	g.Expect(pod.OwnerReferences).To(BeEmpty(), "the caller sets the controller reference")
 }
 
@@ -92,7 +94,7 @@ func TestNewPodImageAndCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet(1)
+			ps := operandtest.PodSet(1)
 			ps.Spec.Image = tt.image
 			ps.Spec.Command = tt.command
 
@@ -112,7 +114,7 @@ func TestNewPodImageAndCommand(t *testing.T) {
 
 func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(1)
+	ps := operandtest.PodSet(1)
 	ps.Spec.Args = []string{"--port", "8080"}
 	ps.Spec.Env = []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "EMPTY"}}
 	ps.Spec.Resources = &appv1alpha1.Resources{
@@ -139,7 +141,7 @@ func TestNewPodCopiesEnvArgsAndResources(t *testing.T) {
 func TestNewPodWithoutEnvOrResources(t *testing.T) {
 	g := NewWithT(t)
 
-	c := newPodFromSpec(unitPodSet(1), managerDefaultImage).Spec.Containers[0]
+	c := newPodFromSpec(operandtest.PodSet(1), managerDefaultImage).Spec.Containers[0]
 
 	g.Expect(c.Env).To(BeNil())
 	g.Expect(c.Args).To(BeNil())
@@ -149,7 +151,7 @@ func TestNewPodWithoutEnvOrResources(t *testing.T) {
 
 func TestNewPodRunsUnderTheRestrictedProfile(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(1)
+	ps := operandtest.PodSet(1)
 
 	pod := newPodFromSpec(ps, managerDefaultImage)
 
@@ -202,7 +204,7 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet(1)
+			ps := operandtest.PodSet(1)
 			tt.mutate(ps)
 
 			pod := newPodFromSpec(ps, managerDefaultImage)
@@ -214,4 +216,10 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newPodFromSpec builds a pod from ps's spec, as the reconciler does for its
+// update revision.
+func newPodFromSpec(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
+	return NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage)
 }

@@ -1,4 +1,4 @@
-package controllers
+package operand
 
 import (
 	"maps"
@@ -17,22 +17,22 @@ const (
 	// RELATED_IMAGE_PODSET environment variable names an image.
 	DefaultOperandImage = "docker.io/library/busybox:1.37.0"
 
-	// operandContainerName is the name of the single container of every pod.
-	operandContainerName = "podset"
+	// ContainerName is the name of the single container of every pod.
+	ContainerName = "podset"
 
-	// operandUID is the user (and group) operand containers run as. The
+	// UID is the user (and group) operand containers run as. The
 	// restricted profile only demands runAsNonRoot, but images such as
 	// busybox declare no user and would run as root, which the kubelet then
 	// refuses; an explicit non-root UID makes them start everywhere. 65532 is
 	// the conventional "nonroot" user of distroless images.
-	operandUID int64 = 65532
+	UID int64 = 65532
 )
 
 // defaultOperandCommand is what the default operand does: nothing, for an hour,
 // after which the kubelet restarts it.
 var defaultOperandCommand = []string{"sleep", "3600"}
 
-// newPod builds a pod of ps from the pod template of one of its revisions,
+// NewPod builds a pod of ps from the pod template of one of its revisions,
 // labelled with that revision's hash. The caller sets the controller
 // reference.
 //
@@ -40,9 +40,9 @@ var defaultOperandCommand = []string{"sleep", "3600"}
 // under the Pod Security Standard "restricted" profile, so that the operand
 // is admitted in namespaces enforcing it. The update strategy shapes when
 // pods are replaced, never what they look like.
-func newPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
+func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
 	container := operandContainer(tmpl, defaultImage)
-	labels := podLabels(ps)
+	labels := Labels(ps)
 	labels[appv1alpha1.LabelRevisionHash] = hash
 	var annotations map[string]string
 	if len(tmpl.PodAnnotations) > 0 {
@@ -87,7 +87,7 @@ func operandContainer(tmpl revision.Template, defaultImage string) corev1.Contai
 	}
 
 	return corev1.Container{
-		Name:  operandContainerName,
+		Name:  ContainerName,
 		Image: image,
 		// Copies: the pod must not share memory with the cached PodSet.
 		Command:         slices.Clone(command),
@@ -102,17 +102,17 @@ func operandContainer(tmpl revision.Template, defaultImage string) corev1.Contai
 	}
 }
 
-// podMatchesTemplate reports whether a pod runs what tmpl makes, judged by
+// MatchesTemplate reports whether a pod runs what tmpl makes, judged by
 // the fields the template sets: image, command, args, env, the requests and
 // limits it names (a LimitRange may have added others), and its annotations.
 // It is how pods created before revisions existed (operator v0.1.0, which
 // labelled no revision) are recognised as current after an upgrade, instead
 // of being rolled.
-func podMatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage string) bool {
+func MatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage string) bool {
 	want := operandContainer(tmpl, defaultImage)
 	var got *corev1.Container
 	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == operandContainerName {
+		if pod.Spec.Containers[i].Name == ContainerName {
 			got = &pod.Spec.Containers[i]
 		}
 	}
@@ -139,9 +139,9 @@ func podMatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage st
 func restrictedPodSecurityContext() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(operandUID),
-		RunAsGroup:     ptr.To(operandUID),
-		FSGroup:        ptr.To(operandUID),
+		RunAsUser:      ptr.To(UID),
+		RunAsGroup:     ptr.To(UID),
+		FSGroup:        ptr.To(UID),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package operand
 
 import (
 	"sort"
@@ -26,13 +26,13 @@ func deletionCost(pod *corev1.Pod) int32 {
 	return int32(n)
 }
 
-// podsToDelete picks the n pods whose loss hurts least, in the order the
+// ToDelete picks the n pods whose loss hurts least, in the order the
 // ReplicaSet controller uses: a pod that is not yet scheduled goes before a
 // scheduled one, pending before unknown before running, not ready before
 // ready, the lower controller.kubernetes.io/pod-deletion-cost before the
 // higher, the one Ready for a shorter time before the one Ready longer, the
 // one with more container restarts first, and the newer before the older.
-func podsToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
+func ToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
 	if n <= 0 {
 		return nil
 	}
@@ -56,7 +56,7 @@ func lessValuable(a, b *corev1.Pod) bool {
 	if pa, pb := phaseRank[a.Status.Phase], phaseRank[b.Status.Phase]; pa != pb {
 		return pa < pb
 	}
-	readyA, readyB := isPodReady(a), isPodReady(b)
+	readyA, readyB := IsReady(a), IsReady(b)
 	if readyA != readyB {
 		return !readyA
 	}
@@ -66,12 +66,12 @@ func lessValuable(a, b *corev1.Pod) bool {
 	if readyA {
 		// Both ready: the one that became ready more recently has proven
 		// itself less.
-		ta, tb := podReadyCondition(a).LastTransitionTime, podReadyCondition(b).LastTransitionTime
+		ta, tb := ReadyCondition(a).LastTransitionTime, ReadyCondition(b).LastTransitionTime
 		if !ta.Equal(&tb) {
 			return tb.Before(&ta)
 		}
 	}
-	if ra, rb := restartCount(a), restartCount(b); ra != rb {
+	if ra, rb := RestartCount(a), RestartCount(b); ra != rb {
 		return ra > rb
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
