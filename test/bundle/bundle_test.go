@@ -62,9 +62,12 @@ func TestBundleValidators(t *testing.T) {
 		validation.AlphaDeprecatedAPIsValidator,
 		validation.GoodPracticesValidator,
 	)
+	// Every object, as `operator-sdk bundle validate` passes them: each
+	// validator acts only on the objects of its own type, so the CSV and CRD
+	// validators check nothing unless the CSV and the CRDs are among them.
 	// The optional validators read their options from a map among the objects.
 	opts := map[string]string{"k8s-version": k8sVersion}
-	results := validators.Validate(b, opts)
+	results := validators.Validate(append(b.ObjectsToValidate(), any(opts))...)
 	if len(results) == 0 {
 		t.Fatal("the validators returned no results at all; were they given the bundle?")
 	}
@@ -83,23 +86,47 @@ func TestBundleValidators(t *testing.T) {
 
 // TestValidatorsCatchABrokenBundle proves the validators above can fail: the
 // same bundle without a minKubeVersion and with a non-standard category must
-// be reported.
+// be reported, and so must a broken CRD and a broken CSV that only the CRD
+// and CSV validators look at (they act only when given those objects).
 func TestValidatorsCatchABrokenBundle(t *testing.T) {
-	b := loadBundle(t)
-	b.CSV.Spec.MinKubeVersion = ""
-	b.CSV.Annotations["categories"] = "Not A Category"
-	results := validation.DefaultBundleValidators.WithValidators(
-		validation.OperatorHubV2Validator,
-		validation.StandardCategoriesValidator,
-	).Validate(b)
-	var warned, errored bool
-	for _, r := range results {
-		warned = warned || r.HasWarn()
-		errored = errored || r.HasError()
+	validate := func(b *manifests.Bundle) (warned, errored bool, errs []string) {
+		results := validation.DefaultBundleValidators.WithValidators(
+			validation.OperatorHubV2Validator,
+			validation.StandardCategoriesValidator,
+		).Validate(b.ObjectsToValidate()...)
+		for _, r := range results {
+			warned = warned || r.HasWarn()
+			errored = errored || r.HasError()
+			for _, e := range r.Errors {
+				errs = append(errs, r.Name+": "+e.Error())
+			}
+		}
+		return warned, errored, errs
 	}
-	if !warned || !errored {
-		t.Fatalf("broken CSV: got warnings=%v errors=%v, want both", warned, errored)
-	}
+	t.Run("no minKubeVersion, a made-up category", func(t *testing.T) {
+		b := loadBundle(t)
+		b.CSV.Spec.MinKubeVersion = ""
+		b.CSV.Annotations["categories"] = "Not A Category"
+		if warned, errored, _ := validate(b); !warned || !errored {
+			t.Fatalf("broken CSV: got warnings=%v errors=%v, want both", warned, errored)
+		}
+	})
+	t.Run("a CRD of no scope", func(t *testing.T) {
+		b := loadBundle(t)
+		b.V1CRDs[0].Spec.Scope = "Galactic"
+		_, _, errs := validate(b)
+		if !strings.Contains(strings.Join(errs, "\n"), b.V1CRDs[0].Name+": ") {
+			t.Fatalf("the CRD validator did not report the CRD: %v", errs)
+		}
+	})
+	t.Run("alm-examples that are not JSON", func(t *testing.T) {
+		b := loadBundle(t)
+		b.CSV.Annotations["alm-examples"] = "[{"
+		_, _, errs := validate(b)
+		if !strings.Contains(strings.Join(errs, "\n"), b.CSV.Name+": Error: Value invalid character") {
+			t.Fatalf("the CSV validator did not report the alm-examples: %v", errs)
+		}
+	})
 }
 
 func TestInstallModes(t *testing.T) {
@@ -400,3 +427,4 @@ func objectKey(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	return fmt.Sprintf("%v/%v", obj["kind"], meta["name"])
 }
+
