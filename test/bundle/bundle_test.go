@@ -428,3 +428,44 @@ func objectKey(obj map[string]any) string {
 	return fmt.Sprintf("%v/%v", obj["kind"], meta["name"])
 }
 
+// TestReplacesThePreviousRelease checks that the CSV names the release it
+// replaces, as OperatorHub's pipeline requires, and that the catalog's
+// channel entries for it say the same.
+func TestReplacesThePreviousRelease(t *testing.T) {
+	csv := loadBundle(t).CSV
+	if csv.Spec.Replaces == "" || csv.Spec.Replaces == csv.Name {
+		t.Fatalf("spec.replaces = %q", csv.Spec.Replaces)
+	}
+	if csv.Annotations["olm.skipRange"] == "" {
+		t.Errorf("the CSV lost its olm.skipRange annotation")
+	}
+	data, err := os.ReadFile("../../catalog/podset-operator/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var ch struct {
+			Schema  string `json:"schema"`
+			Name    string `json:"name"`
+			Entries []struct {
+				Name     string `json:"name"`
+				Replaces string `json:"replaces"`
+			} `json:"entries"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &ch); err != nil || ch.Schema != "olm.channel" {
+			continue
+		}
+		for _, e := range ch.Entries {
+			if e.Name == csv.Name {
+				entries++
+				if e.Replaces != csv.Spec.Replaces {
+					t.Errorf("channel %s: %s replaces %q in the catalog, %q in the CSV", ch.Name, e.Name, e.Replaces, csv.Spec.Replaces)
+				}
+			}
+		}
+	}
+	if entries == 0 {
+		t.Errorf("no channel of the catalog has %s", csv.Name)
+	}
+}
