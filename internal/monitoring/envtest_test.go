@@ -67,7 +67,7 @@ func TestApplierAgainstAPIServer(t *testing.T) {
 	nsA, podA, depA := managerPod(t, c, "without-crds")
 	logA := startManager(t, cfg, Options{Enabled: true, Namespace: nsA, PodName: podA})
 	time.Sleep(5 * testInterval)
-	g.Expect(logA.get()).To(ConsistOf(ContainSubstring(GroupVersion+" is not served")))
+	g.Expect(logA.get()).To(ConsistOf(ContainSubstring(GroupVersion + " is not served")))
 	g.Expect(logA.errors()).To(BeEmpty())
 
 	// (c) The flag off, in a namespace of its own, started before the CRDs

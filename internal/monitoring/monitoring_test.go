@@ -47,22 +47,23 @@ func TestObjects(t *testing.T) {
 	g.Expect(objs[0].GetOwnerReferences()).To(BeEmpty())
 }
 
-// pod, rs and dep: the manager's pod under its ReplicaSet under its
-// Deployment, as the Deployment controller makes them.
-func managerObjects(ns string) (*corev1.Pod, *appsv1.ReplicaSet, *appsv1.Deployment) {
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "op", UID: "dep-uid"}}
+// managerObjects: the manager's pod under its ReplicaSet under its
+// Deployment "op" (UID dep-uid), in namespace ops, as the Deployment
+// controller makes them.
+func managerObjects() (*corev1.Pod, *appsv1.ReplicaSet) {
+	const ns = "ops"
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "op-5d4f", UID: "rs-uid",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID, Controller: ptr.To(true)}}}}
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "op", UID: "dep-uid", Controller: ptr.To(true)}}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "op-5d4f-x2x", UID: "pod-uid",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}}}
-	return pod, rs, dep
+	return pod, rs
 }
 
 func TestOwnerOf(t *testing.T) {
 	ctx := context.Background()
 	t.Run("pod, ReplicaSet, Deployment", func(t *testing.T) {
 		g := NewWithT(t)
-		pod, rs, _ := managerObjects("ops")
+		pod, rs := managerObjects()
 		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod, rs).Build()
 		ref, err := OwnerOf(ctx, c, "ops", pod.Name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -70,7 +71,7 @@ func TestOwnerOf(t *testing.T) {
 	})
 	t.Run("a bare pod", func(t *testing.T) {
 		g := NewWithT(t)
-		pod, _, _ := managerObjects("ops")
+		pod, _ := managerObjects()
 		pod.OwnerReferences = nil
 		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod).Build()
 		_, err := OwnerOf(ctx, c, "ops", pod.Name)
@@ -78,7 +79,7 @@ func TestOwnerOf(t *testing.T) {
 	})
 	t.Run("a ReplicaSet of no Deployment", func(t *testing.T) {
 		g := NewWithT(t)
-		pod, rs, _ := managerObjects("ops")
+		pod, rs := managerObjects()
 		rs.OwnerReferences = nil
 		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod, rs).Build()
 		_, err := OwnerOf(ctx, c, "ops", pod.Name)
@@ -164,7 +165,7 @@ func TestSyncLogsARepeatedFailureOnce(t *testing.T) {
 
 	// Once the pod is readable, the failure is over and the next one is
 	// logged again.
-	pod, rs, _ := managerObjects("ops")
+	pod, rs := managerObjects()
 	pod.Name = "op-1"
 	g.Expect(c.Create(context.Background(), rs)).To(Succeed())
 	g.Expect(c.Create(context.Background(), pod)).To(Succeed())
@@ -177,7 +178,7 @@ func TestSyncLogsARepeatedFailureOnce(t *testing.T) {
 func TestSyncWithoutADeploymentStops(t *testing.T) {
 	g := NewWithT(t)
 	var log logLines
-	pod, _, _ := managerObjects("ops")
+	pod, _ := managerObjects()
 	pod.OwnerReferences = nil
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod).Build()
 	a := &Applier{Client: c, Reader: c, Namespace: "ops", PodName: pod.Name, Log: log.logger(), Discovery: servedDiscovery()}
