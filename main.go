@@ -26,10 +26,10 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers"
-	"github.com/example/podset-operator/internal/metricsauth"
-
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/internal/metricsauth"
+	"github.com/example/podset-operator/internal/monitoring"
 )
 
 // Environment variables the manager reads.
@@ -43,6 +43,12 @@ const (
 	envOperandImage = "RELATED_IMAGE_PODSET"
 	// envGOGC is Go's own garbage collector target; see defaultGCPercent.
 	envGOGC = "GOGC"
+	// envPodName and envPodNamespace are the manager's own pod (downward
+	// API): the namespace the monitoring objects go to, and the pod whose
+	// Deployment owns them. A manager run outside a cluster may set them to
+	// the pod of the Deployment it stands in for.
+	envPodName      = "POD_NAME"
+	envPodNamespace = "POD_NAMESPACE"
 )
 
 // defaultGCPercent is the garbage collector's target when GOGC is not set:
@@ -82,6 +88,7 @@ func main() {
 		metricsAddr, probeAddr, pprofAddr string
 		leaderElectionNamespace           string
 		enableLeaderElection              bool
+		monitoringObjects                 bool
 		secureMetrics, enableHTTP2        bool
 		maxConcurrentReconciles           int
 		burstReplicas                     int
@@ -99,6 +106,7 @@ func main() {
 	flag.IntVar(&burstReplicas, "burst-replicas", controllers.DefaultBurstReplicas, "The most pods created or deleted for one PodSet in one reconcile.")
 	flag.DurationVar(&statusWriteInterval, "status-write-interval", controllers.DefaultStatusWriteInterval, "The shortest time between two status writes of one PodSet while its pods are still being created, deleted or becoming available; the status of a settled PodSet, and a ReplicaFailure change, are written at once. 0 writes every change.")
 	flag.DurationVar(&podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod, "How long a pod event waits before it wakes its PodSet, so that the events of many pods bring one reconcile; 0 wakes it at once.")
+	flag.BoolVar(&monitoringObjects, "monitoring-objects", true, "Apply the operator's ServiceMonitor and PrometheusRule in its namespace (POD_NAMESPACE) whenever the cluster serves monitoring.coreos.com/v1, owned by its Deployment (found from POD_NAME).")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -201,6 +209,15 @@ func main() {
 			setupLog.Error(err, "unable to add the leader fence")
 			os.Exit(1)
 		}
+	}
+	if err := monitoring.Add(mgr, monitoring.Options{
+		Enabled:   monitoringObjects,
+		Namespace: os.Getenv(envPodNamespace),
+		PodName:   os.Getenv(envPodName),
+		Log:       ctrl.Log.WithName("monitoring"),
+	}); err != nil {
+		setupLog.Error(err, "unable to set up the monitoring objects")
+		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "unable to set up the health check")

@@ -1,7 +1,7 @@
 // Command prometheus-rules prints the rule groups of a PrometheusRule
 // manifest as a plain Prometheus rule file, which promtool checks and tests:
 //
-//	go run ./hack/prometheus-rules config/prometheus/prometheus_rule.yaml > rules.yaml
+//	go run ./hack/prometheus-rules internal/monitoring/prometheusrule.yaml > rules.yaml
 package main
 
 import (

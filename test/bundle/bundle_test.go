@@ -62,9 +62,12 @@ func TestBundleValidators(t *testing.T) {
 		validation.AlphaDeprecatedAPIsValidator,
 		validation.GoodPracticesValidator,
 	)
+	// Every object, as `operator-sdk bundle validate` passes them: each
+	// validator acts only on the objects of its own type, so the CSV and CRD
+	// validators check nothing unless the CSV and the CRDs are among them.
 	// The optional validators read their options from a map among the objects.
 	opts := map[string]string{"k8s-version": k8sVersion}
-	results := validators.Validate(b, opts)
+	results := validators.Validate(append(b.ObjectsToValidate(), any(opts))...)
 	if len(results) == 0 {
 		t.Fatal("the validators returned no results at all; were they given the bundle?")
 	}
@@ -83,23 +86,47 @@ func TestBundleValidators(t *testing.T) {
 
 // TestValidatorsCatchABrokenBundle proves the validators above can fail: the
 // same bundle without a minKubeVersion and with a non-standard category must
-// be reported.
+// be reported, and so must a broken CRD and a broken CSV that only the CRD
+// and CSV validators look at (they act only when given those objects).
 func TestValidatorsCatchABrokenBundle(t *testing.T) {
-	b := loadBundle(t)
-	b.CSV.Spec.MinKubeVersion = ""
-	b.CSV.Annotations["categories"] = "Not A Category"
-	results := validation.DefaultBundleValidators.WithValidators(
-		validation.OperatorHubV2Validator,
-		validation.StandardCategoriesValidator,
-	).Validate(b)
-	var warned, errored bool
-	for _, r := range results {
-		warned = warned || r.HasWarn()
-		errored = errored || r.HasError()
+	validate := func(b *manifests.Bundle) (warned, errored bool, errs []string) {
+		results := validation.DefaultBundleValidators.WithValidators(
+			validation.OperatorHubV2Validator,
+			validation.StandardCategoriesValidator,
+		).Validate(b.ObjectsToValidate()...)
+		for _, r := range results {
+			warned = warned || r.HasWarn()
+			errored = errored || r.HasError()
+			for _, e := range r.Errors {
+				errs = append(errs, r.Name+": "+e.Error())
+			}
+		}
+		return warned, errored, errs
 	}
-	if !warned || !errored {
-		t.Fatalf("broken CSV: got warnings=%v errors=%v, want both", warned, errored)
-	}
+	t.Run("no minKubeVersion, a made-up category", func(t *testing.T) {
+		b := loadBundle(t)
+		b.CSV.Spec.MinKubeVersion = ""
+		b.CSV.Annotations["categories"] = "Not A Category"
+		if warned, errored, _ := validate(b); !warned || !errored {
+			t.Fatalf("broken CSV: got warnings=%v errors=%v, want both", warned, errored)
+		}
+	})
+	t.Run("a CRD of no scope", func(t *testing.T) {
+		b := loadBundle(t)
+		b.V1CRDs[0].Spec.Scope = "Galactic"
+		_, _, errs := validate(b)
+		if !strings.Contains(strings.Join(errs, "\n"), b.V1CRDs[0].Name+": ") {
+			t.Fatalf("the CRD validator did not report the CRD: %v", errs)
+		}
+	})
+	t.Run("alm-examples that are not JSON", func(t *testing.T) {
+		b := loadBundle(t)
+		b.CSV.Annotations["alm-examples"] = "[{"
+		_, _, errs := validate(b)
+		if !strings.Contains(strings.Join(errs, "\n"), b.CSV.Name+": Error: Value invalid character") {
+			t.Fatalf("the CSV validator did not report the alm-examples: %v", errs)
+		}
+	})
 }
 
 func TestInstallModes(t *testing.T) {
@@ -399,4 +426,46 @@ func TestCatalogMatchesBundle(t *testing.T) {
 func objectKey(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	return fmt.Sprintf("%v/%v", obj["kind"], meta["name"])
+}
+
+// TestReplacesThePreviousRelease checks that the CSV names the release it
+// replaces, as OperatorHub's pipeline requires, and that the catalog's
+// channel entries for it say the same.
+func TestReplacesThePreviousRelease(t *testing.T) {
+	csv := loadBundle(t).CSV
+	if csv.Spec.Replaces == "" || csv.Spec.Replaces == csv.Name {
+		t.Fatalf("spec.replaces = %q", csv.Spec.Replaces)
+	}
+	if csv.Annotations["olm.skipRange"] == "" {
+		t.Errorf("the CSV lost its olm.skipRange annotation")
+	}
+	data, err := os.ReadFile("../../catalog/podset-operator/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var ch struct {
+			Schema  string `json:"schema"`
+			Name    string `json:"name"`
+			Entries []struct {
+				Name     string `json:"name"`
+				Replaces string `json:"replaces"`
+			} `json:"entries"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &ch); err != nil || ch.Schema != "olm.channel" {
+			continue
+		}
+		for _, e := range ch.Entries {
+			if e.Name == csv.Name {
+				entries++
+				if e.Replaces != csv.Spec.Replaces {
+					t.Errorf("channel %s: %s replaces %q in the catalog, %q in the CSV", ch.Name, e.Name, e.Replaces, csv.Spec.Replaces)
+				}
+			}
+		}
+	}
+	if entries == 0 {
+		t.Errorf("no channel of the catalog has %s", csv.Name)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
 )
 
@@ -182,13 +183,10 @@ scrape_configs:
 	return p
 }
 
-// immediateRules is config/prometheus/prometheus_rule.yaml as a rule file,
-// each rule's `for` set to 0s.
+// immediateRules is the PrometheusRule the manager applies (package
+// monitoring embeds it) as a rule file, each rule's `for` set to 0s.
 func immediateRules() []byte {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "prometheus_rule.yaml"))
-	Expect(err).NotTo(HaveOccurred())
+	data := monitoring.PrometheusRuleYAML
 	var rule struct {
 		Spec struct {
 			Groups []map[string]any `json:"groups"`

@@ -13,9 +13,7 @@ package olm_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,18 +128,15 @@ func run(m *testing.M) int {
 	return code
 }
 
-// startOLM installs OLM's CRDs (and the monitoring CRDs the bundle's
-// objects need) and runs its olm and catalog operators as processes, with
-// catalogArgs added to the catalog operator's flags.
+// startOLM installs OLM's CRDs and runs its olm and catalog operators as
+// processes, with catalogArgs added to the catalog operator's flags. The
+// cluster has nothing else: no Prometheus Operator CRDs, as most clusters.
 func startOLM(ctx context.Context, catalogArgs ...string) error {
 	var err error
 	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 	if err := installOLMCRDs(ctx); err != nil {
-		return err
-	}
-	if err := installMonitoringCRDs(ctx); err != nil {
 		return err
 	}
 	if err := createNamespace(ctx, olmNamespace); err != nil {
@@ -206,30 +201,6 @@ func installOLMCRDs(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// installMonitoringCRDs creates the ServiceMonitor and PrometheusRule CRDs
-// (testdata/monitoring-crds.yaml) that the bundle's Prometheus objects need.
-func installMonitoringCRDs(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(repoRoot, "test", "olm", "testdata", "monitoring-crds.yaml"))
-	if err != nil {
-		return err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := dec.Decode(crd); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("monitoring-crds.yaml: %w", err)
-		}
-		if err := k8s.Create(ctx, crd); err != nil {
-			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-		}
-		if err := waitEstablished(ctx, crd.Name); err != nil {
-			return err
-		}
-	}
 }
 
 func waitEstablished(ctx context.Context, name string) error {

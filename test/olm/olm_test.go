@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
 )
 
@@ -76,6 +77,19 @@ func TestOLM(t *testing.T) {
 			wantWatchEnv: "podset-multi-a,podset-multi-b",
 		})
 	})
+	t.Run("OwnNamespaceWithPrometheusOperator", func(t *testing.T) {
+		// The same bundle on a cluster that serves the Prometheus
+		// Operator's API, with its real CRDs: the manager applies its
+		// ServiceMonitor and PrometheusRule, and the uninstall removes them.
+		installMonitoringCRDs(t)
+		exercise(t, mode{
+			operatorNS:     "podset-monitored",
+			targets:        []string{"podset-monitored"},
+			podsetNS:       "podset-monitored",
+			wantWatchEnv:   "podset-monitored",
+			monitoringCRDs: true,
+		})
+	})
 }
 
 type mode struct {
@@ -84,6 +98,8 @@ type mode struct {
 	podsetNS     string
 	ignoredNS    string // a namespace the operator must not act in, if any
 	wantWatchEnv string // the olm.targetNamespaces OLM should set
+	// monitoringCRDs: the cluster serves monitoring.coreos.com/v1.
+	monitoringCRDs bool
 }
 
 func exercise(t *testing.T, m mode) {
@@ -127,15 +143,18 @@ func exercise(t *testing.T, m mode) {
 	csv := waitForSucceededCSV(t, ctx, sub)
 	t.Logf("CSV %s/%s is Succeeded", csv.Namespace, csv.Name)
 
-	// OLM installed the bundle's Prometheus objects beside the operator.
-	for kind, name := range map[string]string{
-		"ServiceMonitor": "podset-operator-controller-manager-metrics-monitor",
-		"PrometheusRule": "podset-operator-rules",
-	} {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: kind})
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: m.operatorNS, Name: name}, obj); err != nil {
-			t.Fatalf("the bundle's %s %s/%s: %v", kind, m.operatorNS, name, err)
+	// The install needed no monitoring API: the cluster serves it only in
+	// the run that installed the CRDs, and OLM created no object of it.
+	if served := monitoringServed(t); served != m.monitoringCRDs {
+		t.Fatalf("%s served: %v, want %v", monitoring.GroupVersion, served, m.monitoringCRDs)
+	}
+	var plans operatorsv1alpha1.InstallPlanList
+	must(t, k8s.List(ctx, &plans, client.InNamespace(m.operatorNS)))
+	for _, p := range plans.Items {
+		for _, step := range p.Status.Plan {
+			if step != nil && step.Resource.Group == monitoringGroup {
+				t.Errorf("InstallPlan %s installs %s %s from the bundle", p.Name, step.Resource.Kind, step.Resource.Name)
+			}
 		}
 	}
 
@@ -154,7 +173,19 @@ func exercise(t *testing.T, m mode) {
 		t.Fatalf("the installed Deployment does not take WATCH_NAMESPACE from olm.targetNamespaces: %+v", env["WATCH_NAMESPACE"])
 	}
 
-	manager := startManager(t, ctx, m.operatorNS, watch, env["RELATED_IMAGE_PODSET"].Value)
+	// The manager runs here as a process, standing in for the Deployment's
+	// pod (which kwok only pretends to run): it is told that pod's name and
+	// namespace, as the downward API tells the real one.
+	podName := deploymentPod(t, ctx, dep)
+	manager := startManager(t, ctx, m.operatorNS, podName, watch, env["RELATED_IMAGE_PODSET"].Value)
+	if m.monitoringCRDs {
+		checkMonitoringObjects(t, ctx, m.operatorNS, dep)
+	} else {
+		// The manager saw no monitoring API, and said so once.
+		must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+			return len(monitoringLog(t, manager)) > 0, "no monitoring line in the manager's log", nil
+		}))
+	}
 
 	// The CSV's alm-examples is what the console offers users to create.
 	var examples []appv1alpha1.PodSet
@@ -249,6 +280,15 @@ func exercise(t *testing.T, m mode) {
 		}
 		return n == 0, fmt.Sprintf("%d PodSet pods left in %s", n, m.podsetNS), nil
 	}))
+	// One line about the monitoring objects, whatever the cluster, and no
+	// error: not served, or applied.
+	wantLine := "is not served"
+	if m.monitoringCRDs {
+		wantLine = "applied the monitoring objects"
+	}
+	if lines := monitoringLog(t, manager); len(lines) != 1 || !strings.Contains(lines[0], wantLine) {
+		t.Errorf("the manager's monitoring log, want one line saying %q:\n%s", wantLine, strings.Join(lines, "\n"))
+	}
 	_ = manager.Stop()
 
 	uninstall(t, ctx, m, sub, csv)
@@ -329,7 +369,7 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 
 // startManager runs the operator binary with a token of the ServiceAccount
 // OLM created for the CSV, and the environment the CSV's Deployment gives it.
-func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage string) *localcluster.Process {
+func startManager(t *testing.T, ctx context.Context, ns, podName, watch, operandImage string) *localcluster.Process {
 	t.Helper()
 	cfg, err := cluster.ServiceAccountConfig(ctx, ns, operatorName, time.Hour)
 	must(t, err)
@@ -343,7 +383,8 @@ func startManager(t *testing.T, ctx context.Context, ns, watch, operandImage str
 		"--leader-elect=false",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 		"--metrics-bind-address=0",
-	}, "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+watch, "RELATED_IMAGE_PODSET="+operandImage)
+	}, "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+watch, "RELATED_IMAGE_PODSET="+operandImage,
+		"POD_NAME="+podName, "POD_NAMESPACE="+ns)
 	must(t, err)
 	t.Cleanup(func() { _ = p.Stop() })
 	err = poll(ctx, time.Minute, func() (bool, string, error) {
@@ -431,6 +472,16 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 			err := k8s.List(ctx, c.list, c.opts...)
 			if err := add(c.kind, c.n(), err); err != nil {
 				return false, "", err
+			}
+		}
+		if m.monitoringCRDs {
+			for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(schema.GroupVersionKind{Group: monitoringGroup, Version: "v1", Kind: kind + "List"})
+				err := k8s.List(ctx, list, client.InNamespace(m.operatorNS))
+				if err := add(kind+"s", len(list.Items), err); err != nil {
+					return false, "", err
+				}
 			}
 		}
 		// The same race can bring the CSV back.

@@ -1,0 +1,320 @@
+// Package monitoring has the manager apply its own ServiceMonitor and
+// PrometheusRule (the Prometheus Operator's API, monitoring.coreos.com/v1)
+// in its namespace, when and only when the cluster serves that API.
+//
+// Why the manager and not the OLM bundle or `make deploy`: an object of a
+// kind the cluster does not serve makes OLM's InstallPlan fail ("Kind=
+// ServiceMonitor not found on the cluster") and `kubectl apply` fail, and
+// most clusters (kind, minikube, ...) do not run the Prometheus Operator. So
+// the bundle ships no monitoring object, and the manager applies them once
+// the API is there, including when it is installed after the operator.
+//
+// The objects are owned by the manager's Deployment (an ownerReference), so
+// the garbage collector deletes them with it: under OLM the CSV owns the
+// Deployment, so uninstalling the operator removes them too.
+package monitoring
+
+import (
+	"bytes"
+	"context"
+	_ "embed" // the manifests below
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// The manager's permissions for this package, all in its own namespace
+// (controller-gen makes a Role of them; config/rbac binds it, and
+// `operator-sdk generate bundle` turns it into the CSV's permissions).
+// Server-side apply is a PATCH that creates the object when it is missing,
+// so it needs patch and create, and no get. Finding the Deployment reads the
+// manager's own pod and its ReplicaSet.
+//
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=create;patch,namespace=system
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=system
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get,namespace=system
+
+var (
+	// ServiceMonitorYAML is the ServiceMonitor the manager applies; config/
+	// prometheus/monitor.yaml is generated from it.
+	//
+	//go:embed servicemonitor.yaml
+	ServiceMonitorYAML []byte
+	// PrometheusRuleYAML is the PrometheusRule the manager applies, and the
+	// file `make test-alerts` tests; config/prometheus/prometheus_rule.yaml
+	// is generated from it.
+	//
+	//go:embed prometheusrule.yaml
+	PrometheusRuleYAML []byte
+)
+
+// GroupVersion is the Prometheus Operator's API the objects belong to.
+const GroupVersion = "monitoring.coreos.com/v1"
+
+// FieldOwner is the field manager of the server-side applies.
+const FieldOwner = "podset-operator"
+
+// DefaultInterval is how often the applier asks the API server whether the
+// monitoring API is served, and applies the objects again when it is. A
+// minute keeps the discovery request negligible while a Prometheus Operator
+// installed after the operator gets its objects soon enough; applying again
+// also puts back an object that was deleted or edited.
+const DefaultInterval = time.Minute
+
+// Objects returns the ServiceMonitor and PrometheusRule to apply in
+// namespace, owned by owner (nil: no owner).
+func Objects(namespace string, owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, data := range [][]byte{ServiceMonitorYAML, PrometheusRuleYAML} {
+		u := &unstructured.Unstructured{}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		if err := dec.Decode(&u.Object); err != nil {
+			return nil, err
+		}
+		if err := dec.Decode(&map[string]any{}); !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s %s: want one object per manifest", u.GetKind(), u.GetName())
+		}
+		if u.GetAPIVersion() != GroupVersion {
+			return nil, fmt.Errorf("%s %s: apiVersion %q, want %q", u.GetKind(), u.GetName(), u.GetAPIVersion(), GroupVersion)
+		}
+		u.SetNamespace(namespace)
+		if owner != nil {
+			u.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
+}
+
+// kindsServed returns the kinds of GroupVersion that the API server serves;
+// none when the group version is unknown to it.
+func kindsServed(d discovery.DiscoveryInterface) (map[string]bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(GroupVersion)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]bool{}
+	for _, r := range list.APIResources {
+		kinds[r.Kind] = true
+	}
+	return kinds, nil
+}
+
+// OwnerOf returns an ownerReference to the Deployment that runs pod
+// namespace/name: the pod's controller is a ReplicaSet, whose controller is
+// the Deployment. The ReplicaSet's ownerReference already carries the
+// Deployment's name and UID, so the Deployment itself is not read.
+//
+// Why walk from the pod rather than take the Deployment's name from a flag:
+// its name is whatever kustomize's namePrefix or the CSV made of it, and the
+// pod knows its own name and namespace from the downward API wherever it
+// runs.
+func OwnerOf(ctx context.Context, r client.Reader, namespace, name string) (*metav1.OwnerReference, error) {
+	pod := &corev1.Pod{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return nil, fmt.Errorf("reading the manager's pod: %w", err)
+	}
+	rsRef := metav1.GetControllerOf(pod)
+	if rsRef == nil || rsRef.Kind != "ReplicaSet" || rsRef.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil, fmt.Errorf("pod %s/%s is not controlled by a ReplicaSet: %w", namespace, name, errNoDeployment)
+	}
+	rs := &appsv1.ReplicaSet{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: rsRef.Name}, rs); err != nil {
+		return nil, fmt.Errorf("reading the manager's ReplicaSet: %w", err)
+	}
+	depRef := metav1.GetControllerOf(rs)
+	if depRef == nil || depRef.Kind != "Deployment" || depRef.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil, fmt.Errorf("ReplicaSet %s/%s is not controlled by a Deployment: %w", namespace, rs.Name, errNoDeployment)
+	}
+	// Neither controller nor blockOwnerDeletion: the Deployment does not
+	// manage these objects, and blockOwnerDeletion would need update on
+	// deployments/finalizers where the OwnerReferencesPermissionEnforcement
+	// admission plugin is on (OpenShift).
+	return &metav1.OwnerReference{
+		APIVersion: depRef.APIVersion,
+		Kind:       depRef.Kind,
+		Name:       depRef.Name,
+		UID:        depRef.UID,
+	}, nil
+}
+
+// Options configure Add.
+type Options struct {
+	// Enabled is --monitoring-objects: false adds nothing.
+	Enabled bool
+	// Namespace and PodName are the manager's own pod (POD_NAMESPACE and
+	// POD_NAME from the downward API). When either is empty (a manager run
+	// outside a cluster and not told them) nothing is added.
+	Namespace, PodName string
+	// Interval between two discovery checks; DefaultInterval when zero.
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// Add adds an Applier to mgr as opts say; it logs one line when it adds
+// none.
+func Add(mgr manager.Manager, opts Options) error {
+	switch {
+	case !opts.Enabled:
+		opts.Log.Info("not applying the ServiceMonitor and PrometheusRule: --monitoring-objects=false")
+		return nil
+	case opts.Namespace == "" || opts.PodName == "":
+		opts.Log.Info("not applying the ServiceMonitor and PrometheusRule: the manager's pod name and namespace (POD_NAME, POD_NAMESPACE) are not set")
+		return nil
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&Applier{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Discovery: disc,
+		Namespace: opts.Namespace,
+		PodName:   opts.PodName,
+		Interval:  opts.Interval,
+		Log:       opts.Log,
+	})
+}
+
+// errNoDeployment: the manager does not run under a Deployment, so there is
+// nothing to own the objects.
+var errNoDeployment = errors.New("no Deployment to own the monitoring objects")
+
+// Applier applies the monitoring objects while the API server serves their
+// kinds. It is a manager Runnable that runs on the leader only: applying is
+// idempotent, so two replicas would not conflict, but a standby would
+// double the discovery requests and applies for nothing, and during a
+// rolling upgrade the objects are those of the version that leads.
+type Applier struct {
+	// Client writes the objects (server-side apply). Writes never go
+	// through a cache.
+	Client client.Client
+	// Reader reads the manager's pod and ReplicaSet. It must not be a cached
+	// client: the cache covers only the watched namespaces, which need not
+	// include the operator's.
+	Reader client.Reader
+	// Discovery says which kinds the API server serves.
+	Discovery discovery.DiscoveryInterface
+	// Namespace and PodName are the manager's own pod (downward API).
+	Namespace, PodName string
+	// Interval between two discovery checks; DefaultInterval when zero.
+	Interval time.Duration
+	Log      logr.Logger
+
+	owner *metav1.OwnerReference
+	// The state last logged, so that each change is logged once and a
+	// failure repeating every interval is not.
+	served  *bool
+	applied string
+	lastErr string
+}
+
+// NeedLeaderElection makes the manager start the Applier on the leader only.
+func (a *Applier) NeedLeaderElection() bool { return true }
+
+// Start checks at once, then every Interval, until ctx ends. It never
+// returns an error: a cluster without the monitoring API, or a failing
+// apply, must not stop the manager.
+func (a *Applier) Start(ctx context.Context) error {
+	if a.Interval <= 0 {
+		a.Interval = DefaultInterval
+	}
+	t := time.NewTicker(a.Interval)
+	defer t.Stop()
+	for {
+		if done := a.Sync(ctx); done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sync does one round: ask whether the kinds are served, and apply those
+// that are. It reports done when there is nothing more to do ever (the
+// manager has no Deployment to own the objects).
+func (a *Applier) Sync(ctx context.Context) (done bool) {
+	err := a.sync(ctx)
+	switch {
+	case errors.Is(err, errNoDeployment):
+		a.Log.Info("not applying the ServiceMonitor and PrometheusRule", "reason", err.Error())
+		return true
+	case err != nil && ctx.Err() != nil:
+		return true
+	case err != nil:
+		if msg := err.Error(); msg != a.lastErr {
+			a.Log.Error(err, "applying the ServiceMonitor and PrometheusRule; retrying every interval", "interval", a.Interval)
+			a.lastErr = msg
+		}
+	default:
+		a.lastErr = ""
+	}
+	return false
+}
+
+func (a *Applier) sync(ctx context.Context) error {
+	kinds, err := kindsServed(a.Discovery)
+	if err != nil {
+		return fmt.Errorf("discovering %s: %w", GroupVersion, err)
+	}
+	served := kinds["ServiceMonitor"] || kinds["PrometheusRule"]
+	if a.served == nil || *a.served != served {
+		if !served {
+			a.Log.Info(GroupVersion+" is not served (no Prometheus Operator); the ServiceMonitor and PrometheusRule will be applied if it appears", "checkInterval", a.Interval)
+		}
+		a.served = &served
+		a.applied = ""
+	}
+	if !served {
+		return nil
+	}
+	if a.owner == nil {
+		owner, err := OwnerOf(ctx, a.Reader, a.Namespace, a.PodName)
+		if err != nil {
+			return err
+		}
+		a.owner = owner
+	}
+	objs, err := Objects(a.Namespace, a.owner)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, o := range objs {
+		if !kinds[o.GetKind()] {
+			continue
+		}
+		// ForceOwnership: the fields are the operator's, whoever set them
+		// before (an earlier bundle that shipped these objects, or
+		// `kubectl apply -k config/prometheus`).
+		if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		names = append(names, o.GetKind()+" "+o.GetName())
+	}
+	if got := strings.Join(names, ", "); got != a.applied {
+		a.Log.Info("applied the monitoring objects", "namespace", a.Namespace, "objects", got, "owner", "Deployment "+a.owner.Name)
+		a.applied = got
+	}
+	return nil
+}

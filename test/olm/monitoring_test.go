@@ -1,0 +1,161 @@
+//go:build !realnode
+
+package olm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/podset-operator/internal/monitoring"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+const monitoringGroup = "monitoring.coreos.com"
+
+// monitoringServed reports whether the cluster serves the Prometheus
+// Operator's API.
+func monitoringServed(t *testing.T) bool {
+	t.Helper()
+	d, err := discovery.NewDiscoveryClientForConfig(cluster.RESTConfig())
+	must(t, err)
+	_, err = d.ServerResourcesForGroupVersion(monitoring.GroupVersion)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	must(t, err)
+	return true
+}
+
+// installMonitoringCRDs creates the Prometheus Operator's real ServiceMonitor
+// and PrometheusRule CRDs (MONITORING_CRDS: `make test-olm` copies them from
+// the prometheus-operator Go module at the version the Makefile pins) and
+// deletes them when the test ends.
+func installMonitoringCRDs(t *testing.T) {
+	ctx := t.Context()
+	dir := os.Getenv("MONITORING_CRDS")
+	if dir == "" {
+		t.Fatal("MONITORING_CRDS is not set: run `make test-olm`")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	must(t, err)
+	if len(files) != 2 {
+		t.Fatalf("want the ServiceMonitor and PrometheusRule CRDs in %s, got %v", dir, files)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		must(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd))
+		if crd.Spec.Group != monitoringGroup {
+			t.Fatalf("%s: a CRD of group %q", f, crd.Spec.Group)
+		}
+		must(t, k8s.Create(ctx, crd))
+		t.Cleanup(func() {
+			bg := context.Background()
+			_ = k8s.Delete(bg, crd)
+			_ = poll(bg, time.Minute, func() (bool, string, error) {
+				err := k8s.Get(bg, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+				return apierrors.IsNotFound(err), "CRD " + crd.Name + " still there", client.IgnoreNotFound(err)
+			})
+		})
+		must(t, waitEstablished(ctx, crd.Name))
+	}
+}
+
+// deploymentPod waits for the pod that dep's ReplicaSet made and returns its
+// name.
+func deploymentPod(t *testing.T, ctx context.Context, dep *appsv1.Deployment) string {
+	t.Helper()
+	name := ""
+	err := poll(ctx, 2*time.Minute, func() (bool, string, error) {
+		var rss appsv1.ReplicaSetList
+		if err := k8s.List(ctx, &rss, client.InNamespace(dep.Namespace)); err != nil {
+			return false, "", err
+		}
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(dep.Namespace)); err != nil {
+			return false, "", err
+		}
+		for _, rs := range rss.Items {
+			if !metav1.IsControlledBy(&rs, dep) {
+				continue
+			}
+			for _, p := range pods.Items {
+				if metav1.IsControlledBy(&p, &rs) && p.DeletionTimestamp == nil {
+					name = p.Name
+					return true, "", nil
+				}
+			}
+		}
+		return false, "no pod of Deployment " + dep.Name + " yet", nil
+	})
+	must(t, err)
+	return name
+}
+
+// checkMonitoringObjects waits for the manager's ServiceMonitor and
+// PrometheusRule in ns and compares them with what the manager embeds (the
+// source of truth), owned by dep.
+func checkMonitoringObjects(t *testing.T, ctx context.Context, ns string, dep *appsv1.Deployment) {
+	t.Helper()
+	want, err := monitoring.Objects(ns, &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID})
+	must(t, err)
+	for _, w := range want {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(w.GroupVersionKind())
+		must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(w), got)
+			return err == nil, w.GetKind() + " " + w.GetName() + " not there", client.IgnoreNotFound(err)
+		}))
+		if !equalJSON(t, got.Object["spec"], w.Object["spec"]) {
+			t.Errorf("%s %s/%s spec differs from the embedded manifest:\ngot  %v\nwant %v", w.GetKind(), ns, w.GetName(), got.Object["spec"], w.Object["spec"])
+		}
+		if !equalJSON(t, got.GetLabels(), w.GetLabels()) || !equalJSON(t, got.GetOwnerReferences(), w.GetOwnerReferences()) {
+			t.Errorf("%s %s/%s: labels %v, owners %v; want %v, %v", w.GetKind(), ns, w.GetName(),
+				got.GetLabels(), got.GetOwnerReferences(), w.GetLabels(), w.GetOwnerReferences())
+		}
+		t.Logf("%s %s/%s applied by the manager, owned by Deployment %s", w.GetKind(), ns, w.GetName(), dep.Name)
+	}
+}
+
+// monitoringLog returns the lines of the manager's log written by its
+// monitoring logger.
+func monitoringLog(t *testing.T, p *localcluster.Process) []string {
+	t.Helper()
+	data, err := os.ReadFile(p.LogPath())
+	must(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"logger":"monitoring"`) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// equalJSON compares two values by their JSON form (the API server's copy
+// and the decoded manifest hold numbers and maps as different Go types).
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	ja, err := json.Marshal(a)
+	must(t, err)
+	jb, err := json.Marshal(b)
+	must(t, err)
+	return bytes.Equal(ja, jb)
+}
