@@ -107,8 +107,10 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests in config/ f
 	hack/install-changed.sh $$tmp/crd config/crd/bases && hack/install-changed.sh $$tmp/rbac config/rbac
 	@# (The perl line: a PodSet's name is a label value of its pods, at most
 	@# 63 characters. A CRD schema may constrain metadata.name, but
-	@# controller-gen has no marker for it; a CEL rule on the root would
-	@# report the error at "<nil>".)
+	@# controller-gen has no marker for it; a CEL rule on the root reports
+	@# the error at "<nil>". The CRD of 0.1.0 had only that rule, and it is
+	@# kept beside maxLength: OLM v1 refuses to upgrade a CRD whose
+	@# validation rules were removed, so without it 0.1.0 -> 0.2.0 fails.)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types (api/).

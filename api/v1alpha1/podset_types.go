@@ -300,6 +300,7 @@ type PodSetStatus struct {
 // schema (controller-gen has no marker for it), so that the API server's
 // error names metadata.name.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters long: pods carry it as a label value"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=ps,categories=all

@@ -35,7 +35,7 @@ its current status, where kube-state-metrics has three (1 for the current status
 ` + "`podset_status_condition{status=\"true\"} == 1`" + ` selects the same PodSets with a third of the series.
 The ` + "`podset_operator_*`" + ` counters count what the controller does, since the process started.
 
-The alerts built on them are in ` + "`config/prometheus/prometheus_rule.yaml`" + `, each with a runbook in
+The alerts built on them are in ` + "`internal/monitoring/prometheusrule.yaml`" + ` (the manager applies them when the Prometheus Operator is there), each with a runbook in
 [runbooks/](runbooks/).
 
 | metric | type | labels | meaning |
