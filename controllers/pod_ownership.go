@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,24 +27,9 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 		return fmt.Errorf("looking up the PodSet's pods: %w", err)
 	}
 
-	selector := operand.Selector(ps)
-	var orphans, unmatched []*corev1.Pod
-	for _, pod := range candidates {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		ref := metav1.GetControllerOfNoCopy(pod)
-		switch {
-		case ref != nil && ref.UID != ps.UID:
-			// Another controller's pod.
-		case ref != nil && matches:
-			s.pods = append(s.pods, pod)
-		case ref != nil:
-			if pod.DeletionTimestamp == nil {
-				unmatched = append(unmatched, pod)
-			}
-		case matches && pod.DeletionTimestamp == nil:
-			orphans = append(orphans, pod)
-		}
-	}
+	c := sortClaims(candidates, ps.UID, operand.Selector(ps))
+	s.pods = append(s.pods, c.owned...)
+	orphans, unmatched := c.orphans, c.unmatched
 
 	var errs []error
 	if len(orphans) > 0 {

@@ -68,40 +68,32 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 	if err := r.List(ctx, labelled, client.InNamespace(ps.Namespace), client.MatchingFields{revisionPodSetField: ps.Name}); err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
-	if err := r.List(ctx, controlled, client.InNamespace(ps.Namespace), client.MatchingFields{revisionControllerField: string(ps.UID)}); err != nil {
+	// Read without copies: the cache holds only revisions with the
+	// managed-by label, so one the PodSet controls that is not in labelled
+	// no longer matches, and is only released, which patches a copy.
+	if err := r.List(ctx, controlled, client.InNamespace(ps.Namespace), client.MatchingFields{revisionControllerField: string(ps.UID)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
 	// A revision of another owner under the PodSet's name still tells
 	// startFirstRevision that a name may be taken.
 	rs.namesakesCached = len(labelled.Items) > 0
 
-	selector := revisionSelector(ps)
+	// A revision may be listed twice: labelled with the PodSet's name and
+	// controlled by it.
 	seen := make(map[types.UID]bool, len(labelled.Items))
-	var orphans, unmatched []*appsv1.ControllerRevision
+	var candidates []*appsv1.ControllerRevision
 	for _, list := range [][]appsv1.ControllerRevision{labelled.Items, controlled.Items} {
 		for i := range list {
-			cr := &list[i]
-			if seen[cr.UID] {
-				continue
-			}
-			seen[cr.UID] = true
-			matches := selector.Matches(labels.Set(cr.Labels))
-			ref := metav1.GetControllerOfNoCopy(cr)
-			switch {
-			case ref != nil && ref.UID != ps.UID:
-				// Another controller's revision: a namesake's that the
-				// garbage collector has not deleted yet, or anybody else's.
-			case ref != nil && matches:
-				rs.all = append(rs.all, cr)
-			case ref != nil:
-				if cr.DeletionTimestamp == nil {
-					unmatched = append(unmatched, cr)
-				}
-			case matches && cr.DeletionTimestamp == nil:
-				orphans = append(orphans, cr)
+			if cr := &list[i]; !seen[cr.UID] {
+				seen[cr.UID] = true
+				candidates = append(candidates, cr)
 			}
 		}
 	}
+	c := sortClaims(candidates, ps.UID, revisionSelector(ps))
+	rs.all = append(rs.all, c.owned...)
+	orphans, unmatched := c.orphans, c.unmatched
 
 	var errs []error
 	for _, cr := range orphans {
@@ -158,28 +150,4 @@ func (r *PodSetReconciler) releaseRevision(ctx context.Context, ps *appv1alpha1.
 		return fmt.Errorf("releasing revision %s: %w", cr.Name, err)
 	}
 	return nil
-}
-
-// confirmLive reports whether the PodSet may adopt: the cached PodSet may be
-// stale, so it is read once per reconcile from the API server, and a PodSet
-// that is being deleted, or that was replaced by a namesake, must not adopt
-// pods or revisions that the garbage collector would then leave behind or
-// delete wrongly. A PodSet found so marks the scope (podSetGone): the
-// reconcile must not create pods from the stale copy either, as the
-// ReplicaSet controller skips manageReplicas then; the PodSet's own deletion
-// event brings what comes next.
-func (r *PodSetReconciler) confirmLive(ctx context.Context, s *podSetScope) (bool, error) {
-	if s.liveConfirmed != nil {
-		return *s.liveConfirmed, nil
-	}
-	fresh, err := r.readPodSet(ctx, s)
-	if err != nil {
-		return false, err
-	}
-	live := fresh != nil && fresh.DeletionTimestamp == nil
-	if fresh != nil && !live {
-		s.podSetGone = true
-	}
-	s.liveConfirmed = &live
-	return live, nil
 }
