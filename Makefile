@@ -148,7 +148,7 @@ monitoring-manifests: ## Copy the ServiceMonitor and PrometheusRule of internal/
 	done && hack/install-changed.sh $$tmp config/prometheus
 
 .PHONY: metrics-docs
-metrics-docs: ## Regenerate docs/metrics.md, the table of the operator's metrics, from controllers/metrics.go.
+metrics-docs: ## Regenerate docs/metrics.md, the table of the operator's metrics, from controllers/metrics/metrics.go.
 	$(GO) run ./hack/metrics-docs > docs/metrics.md
 
 .PHONY: test-alerts

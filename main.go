@@ -30,6 +30,8 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // Environment variables the manager reads.
@@ -135,7 +137,7 @@ func main() {
 	pods := controllers.NewPodIndex()
 	watchGaps := controllers.NewWatchGaps()
 	// The PodSet metrics read the PodSet informers' stores at scrape time.
-	podSetMetrics := controllers.NewPodSetMetrics()
+	podSetMetrics := metrics.NewPodSetCollector()
 	ctrlmetrics.Registry.MustRegister(podSetMetrics)
 	cfg := ctrl.GetConfigOrDie()
 	// With leader election, the lease lock reports its renewals to a fence

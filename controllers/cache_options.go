@@ -13,6 +13,8 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 
 	"github.com/example/podset-operator/controllers/operand"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
@@ -27,11 +29,11 @@ import (
 // The PodSet informers' stores go to podSets, the collector of the PodSet
 // metrics (nil for none). The pod and PodSet informers report their watches'
 // failures to gaps (nil for none).
-func CacheOptions(namespaces []string, pods *PodIndex, podSets *PodSetMetrics, gaps *WatchGaps) cache.Options {
+func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCollector, gaps *WatchGaps) cache.Options {
 	newInformer := func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		informer := pods.newInformer(gaps.wrap(obj, lw), obj, resync, indexers)
 		if _, isPodSet := obj.(*appv1alpha1.PodSet); isPodSet && podSets != nil {
-			podSets.addStore(informer.GetStore())
+			podSets.AddStore(informer.GetStore())
 		}
 		return informer
 	}

@@ -10,6 +10,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // LagCheckInterval is how often the expectations are scanned for PodSets
@@ -69,7 +71,7 @@ func (q *lagQueue) queueLagging(ctx context.Context) bool {
 		if !ok {
 			continue
 		}
-		podSetsLagging.Inc()
+		metrics.PodEventsLagging.Inc()
 		lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
 			"namespace", ev.Object.GetNamespace(), "name", ev.Object.GetName(), "lag", ExpectationsLagThreshold)
 		select {

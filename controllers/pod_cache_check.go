@@ -16,6 +16,8 @@ import (
 	"github.com/example/podset-operator/controllers/rollout"
 
 	"github.com/example/podset-operator/controllers/operand"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
@@ -199,7 +201,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		return fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, onServer.Items); missing > 0 || extra > 0 {
-		podCacheBehind.Inc()
+		metrics.PodCacheBehind.Inc()
 		live := &corev1.PodList{}
 		if err := r.APIReader.List(ctx, live, itsPods...); err != nil {
 			return fmt.Errorf("reading the pods from the API server: %w", err)

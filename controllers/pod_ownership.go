@@ -13,6 +13,8 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 
 	"github.com/example/podset-operator/controllers/operand"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // claimPods finds the pods that belong to the PodSet: those it controls and
@@ -67,7 +69,7 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphan
 			continue
 		}
 		adopted = append(adopted, pod)
-		podsAdopted.Inc()
+		metrics.PodsAdopted.Inc()
 	}
 	return adopted, kerrors.NewAggregate(errs)
 }
@@ -88,7 +90,7 @@ func (r *PodSetReconciler) releasePod(ctx context.Context, ps *appv1alpha1.PodSe
 		return fmt.Errorf("releasing pod %s: %w", pod.Name, err)
 	}
 	if err == nil {
-		podsReleased.Inc()
+		metrics.PodsReleased.Inc()
 	}
 	return nil
 }

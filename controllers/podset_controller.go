@@ -3,8 +3,9 @@
 // each, and the packages under it hold what needs no reconciler: revision
 // (what a revision holds, its hash and name) and rollout (one step of a
 // rolling update), both pure, operand (what a PodSet's pods are: labels,
-// template, state, deletion rank), and leaderfence (what keeps a leader resumed
-// after a pause from acting). docs/architecture.md maps each concern to its
+// template, state, deletion rank), metrics (the podset_* gauges and the
+// operator's counters), and leaderfence (what keeps a leader resumed after a
+// pause from acting). docs/architecture.md maps each concern to its
 // files.
 package controllers
 
@@ -34,6 +35,8 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 
 	"github.com/example/podset-operator/controllers/leaderfence"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -272,12 +275,12 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		// Held back for a whole interval already: churn must not starve it.
 	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
 		r.statusPacer.scaled(s.key, now)
-		statusWritesSkipped.WithLabelValues("scaling").Inc()
+		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
 		return nil
 	default:
 		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
 			r.statusPacer.held(s.key, now)
-			statusWritesSkipped.WithLabelValues("paced").Inc()
+			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
 			return nil
 		}
 	}

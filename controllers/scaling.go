@@ -20,6 +20,8 @@ import (
 	"github.com/example/podset-operator/controllers/revision"
 
 	"github.com/example/podset-operator/controllers/operand"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -67,7 +69,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.victims))
 	}
 	if r.Expectations.Expired(s.key) {
-		expectationsExpired.Inc()
+		metrics.ExpectationsExpired.Inc()
 	}
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
@@ -200,15 +202,15 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 			}
 			if mayHaveReachedServer(err) {
 				uncertain.Add(1)
-				podCreates.WithLabelValues("uncertain").Inc()
+				metrics.PodCreates.WithLabelValues("uncertain").Inc()
 			} else {
-				podCreates.WithLabelValues("failed").Inc()
+				metrics.PodCreates.WithLabelValues("failed").Inc()
 			}
 			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", eventNote("Error creating pod: "+err.Error()))
 			return err
 		}
 		created.Add(1)
-		podCreates.WithLabelValues("created").Inc()
+		metrics.PodCreates.WithLabelValues("created").Inc()
 		r.Expectations.CreationReturned(s.key, pod.ResourceVersion)
 		return nil
 	})
@@ -320,13 +322,13 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 			switch {
 			case err == nil:
 				deleted++
-				podDeletes.WithLabelValues("deleted").Inc()
+				metrics.PodDeletes.WithLabelValues("deleted").Inc()
 			case apierrors.IsNotFound(err):
 				// Already gone: its event may have come before we expected it.
-				podDeletes.WithLabelValues("gone").Inc()
+				metrics.PodDeletes.WithLabelValues("gone").Inc()
 				r.Expectations.DeletionObserved(key, pod.UID)
 			default:
-				podDeletes.WithLabelValues("failed").Inc()
+				metrics.PodDeletes.WithLabelValues("failed").Inc()
 				r.Expectations.DeletionObserved(key, pod.UID)
 				r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "%s", eventNote("Error deleting pod "+pod.Name+": "+err.Error()))
 				errs = append(errs, err)

@@ -29,6 +29,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+
+	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // Shared by the integration tests; set up once in TestMain.
@@ -40,7 +42,7 @@ var (
 	clientset kubernetes.Interface
 	// suitePodSetMetrics collects the PodSet metrics from the suite
 	// manager's cache.
-	suitePodSetMetrics = NewPodSetMetrics()
+	suitePodSetMetrics = metrics.NewPodSetCollector()
 	// suitePods is the suite manager's pod index: what its reconciles see.
 	suitePods *PodIndex
 	// suiteCache is the suite manager's cache: what its reconciles read.

@@ -1,4 +1,4 @@
-package controllers
+package metrics
 
 import (
 	"fmt"
@@ -15,19 +15,27 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-func metricsFor(podSets ...*appv1alpha1.PodSet) *PodSetMetrics {
+func metricsFor(podSets ...*appv1alpha1.PodSet) *PodSetCollector {
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	for _, ps := range podSets {
 		_ = store.Add(ps)
 	}
-	m := NewPodSetMetrics()
-	m.addStore(store)
+	m := NewPodSetCollector()
+	m.AddStore(store)
 	return m
+}
+
+// podSet is the PodSet "web" of namespace "ns", asking for replicas pods.
+func podSet(replicas int32) *appv1alpha1.PodSet {
+	return &appv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "PodSet-web-uid", Generation: 1},
+		Spec:       appv1alpha1.PodSetSpec{Replicas: ptr.To(replicas)},
+	}
 }
 
 func TestPodSetMetrics(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(3)
+	ps := podSet(3)
 	ps.Generation = 4
 	ps.Status = appv1alpha1.PodSetStatus{
 		Replicas: 3, ReadyReplicas: 2, AvailableReplicas: 1, UpdatedReplicas: 3, ObservedGeneration: 3,
@@ -58,7 +66,6 @@ podset_status_condition{condition="Available",namespace="ns",podset="web",status
 podset_status_condition{condition="Progressing",namespace="ns",podset="web",status="unknown"} 1
 podset_status_condition{condition="ReplicaFailure",namespace="ns",podset="web",status="true"} 1
 `
-	g.Expect(unitNamespace).To(Equal("ns"), "the expected text names the namespace")
 	g.Expect(testutil.CollectAndCompare(metricsFor(ps), strings.NewReader(want),
 		"podset_spec_replicas", "podset_status_available_replicas", "podset_status_ready_replicas",
 		"podset_status_observed_generation", "podset_metadata_generation", "podset_status_condition")).To(Succeed())
@@ -78,9 +85,9 @@ func TestControllerMetricsLint(t *testing.T) {
 	for _, c := range controllerCollectors {
 		g.Expect(reg.Register(c)).To(Succeed())
 	}
-	podCreates.WithLabelValues("created").Add(0)
-	podDeletes.WithLabelValues("deleted").Add(0)
-	statusWritesSkipped.WithLabelValues("paced").Add(0)
+	PodCreates.WithLabelValues("created").Add(0)
+	PodDeletes.WithLabelValues("deleted").Add(0)
+	StatusWritesSkipped.WithLabelValues("paced").Add(0)
 	problems, err := testutil.GatherAndLint(reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(problems).To(BeEmpty())
@@ -92,7 +99,7 @@ func TestControllerMetricsLint(t *testing.T) {
 func BenchmarkPodSetMetricsScrape(b *testing.B) {
 	var podSets []*appv1alpha1.PodSet
 	for i := range 10000 {
-		ps := unitPodSet(10)
+		ps := podSet(10)
 		ps.Name = fmt.Sprintf("web-%05d", i)
 		ps.Spec.Replicas = ptr.To[int32](10)
 		ps.Status = appv1alpha1.PodSetStatus{Replicas: 10, ReadyReplicas: 10, AvailableReplicas: 10, UpdatedReplicas: 10, ObservedGeneration: 1,

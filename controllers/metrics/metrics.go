@@ -1,4 +1,7 @@
-package controllers
+// Package metrics defines the operator's metrics: the podset_* gauges of
+// each PodSet, read from the PodSet informers' stores at scrape time, and the
+// podset_operator_* counters of what the reconciler does.
+package metrics
 
 import (
 	"cmp"
@@ -11,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -61,35 +64,35 @@ var podSetStateDescs = []*prometheus.Desc{
 
 // What the controller does.
 var (
-	podCreates = prometheus.NewCounterVec(prometheus.CounterOpts{
+	PodCreates = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podset_operator_pod_creates_total",
 		Help: "Pod creates sent, by result: created; failed (refused or never sent); uncertain (the connection broke after sending: the pod may exist).",
 	}, []string{"result"})
-	podDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
+	PodDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podset_operator_pod_deletes_total",
 		Help: "Pod deletes sent, by result: deleted; gone (the pod was already gone); failed.",
 	}, []string{"result"})
-	podsAdopted = prometheus.NewCounter(prometheus.CounterOpts{
+	PodsAdopted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_pods_adopted_total",
 		Help: "Orphan pods whose labels match a PodSet, made its pods.",
 	})
-	podsReleased = prometheus.NewCounter(prometheus.CounterOpts{
+	PodsReleased = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_pods_released_total",
 		Help: "Pods a PodSet stopped controlling, because their labels no longer match it.",
 	})
-	expectationsExpired = prometheus.NewCounter(prometheus.CounterOpts{
+	ExpectationsExpired = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_expectations_expired_total",
 		Help: "Times a PodSet acted after waiting the whole expectations timeout for its own writes to show in the cache: a watch event was lost.",
 	})
-	podCacheBehind = prometheus.NewCounter(prometheus.CounterOpts{
+	PodCacheBehind = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_pod_cache_behind_total",
 		Help: "Checks of a PodSet's cached pods against the API server (after an uncertain create, a pause of the leader, or pod events lagging its writes) that found the cache behind.",
 	})
-	podSetsLagging = prometheus.NewCounter(prometheus.CounterOpts{
+	PodEventsLagging = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "podset_operator_pod_events_lagging_total",
 		Help: "Times a PodSet's awaited pod events lagged its last write by a second or more, so that it checked its cache against the API server rather than wait: a broken pod watch, or an API server too loaded to deliver events in time.",
 	})
-	statusWritesSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	StatusWritesSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podset_operator_status_writes_skipped_total",
 		Help: "Status changes not written at once, by reason: scaling (counts that move while the PodSet scales, written when it settles); paced (held back until --status-write-interval has passed).",
 	}, []string{"reason"})
@@ -97,35 +100,35 @@ var (
 
 // controllerCollectors are the counters, in documentation order.
 var controllerCollectors = []prometheus.Collector{
-	podCreates, podDeletes, podsAdopted, podsReleased, expectationsExpired, podCacheBehind, podSetsLagging, statusWritesSkipped,
+	PodCreates, PodDeletes, PodsAdopted, PodsReleased, ExpectationsExpired, PodCacheBehind, PodEventsLagging, StatusWritesSkipped,
 }
 
 func init() {
-	metrics.Registry.MustRegister(controllerCollectors...)
+	crmetrics.Registry.MustRegister(controllerCollectors...)
 }
 
-// PodSetMetrics is the collector of the per-PodSet metrics. It reads the
+// PodSetCollector is the collector of the per-PodSet metrics. It reads the
 // PodSet informers' stores (one per watched namespace, or one for all), so
 // that a scrape copies no PodSet: with 10,000 PodSets a List through the
 // cache would copy each of them, status and pod names included, on every
 // scrape.
-type PodSetMetrics struct {
+type PodSetCollector struct {
 	mu     sync.RWMutex
 	stores []toolscache.Store
 }
 
-// NewPodSetMetrics returns a collector with no store yet; CacheOptions hands
+// NewPodSetCollector returns a collector with no store yet; CacheOptions hands
 // it the PodSet informers' stores as the manager builds them.
-func NewPodSetMetrics() *PodSetMetrics { return &PodSetMetrics{} }
+func NewPodSetCollector() *PodSetCollector { return &PodSetCollector{} }
 
-func (m *PodSetMetrics) addStore(s toolscache.Store) {
+func (m *PodSetCollector) AddStore(s toolscache.Store) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stores = append(m.stores, s)
 }
 
 // Describe implements prometheus.Collector.
-func (m *PodSetMetrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *PodSetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range podSetStateDescs {
 		ch <- d
 	}
@@ -135,7 +138,7 @@ func (m *PodSetMetrics) Describe(ch chan<- *prometheus.Desc) {
 // the order the registry sorts them in (by label values: namespace, podset;
 // condition first for the conditions): the registry's sort then finds them
 // sorted, which with 10,000 PodSets was two fifths of a scrape's CPU.
-func (m *PodSetMetrics) Collect(ch chan<- prometheus.Metric) {
+func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 	m.mu.RLock()
 	stores := m.stores
 	m.mu.RUnlock()
@@ -188,23 +191,23 @@ var podSetConditionTypes = []string{
 	appv1alpha1.ConditionAvailable, appv1alpha1.ConditionProgressing, appv1alpha1.ConditionReplicaFailure,
 }
 
-// MetricDoc describes one metric for docs/metrics.md.
-type MetricDoc struct {
+// Doc describes one metric for docs/metrics.md.
+type Doc struct {
 	Name, Type, Help string
 	Labels           []string
 }
 
-// MetricDocs describes every metric this operator adds to controller-runtime's,
+// Docs describes every metric this operator adds to controller-runtime's,
 // in documentation order, from the definitions themselves: a registry
 // gathers them from a sample PodSet and a child of every counter.
-func MetricDocs() ([]MetricDoc, error) {
+func Docs() ([]Doc, error) {
 	reg := prometheus.NewPedanticRegistry()
-	sample := NewPodSetMetrics()
+	sample := NewPodSetCollector()
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	if err := store.Add(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}); err != nil {
 		return nil, err
 	}
-	sample.addStore(store)
+	sample.AddStore(store)
 	if err := reg.Register(sample); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func MetricDocs() ([]MetricDoc, error) {
 			return nil, err
 		}
 	}
-	for _, vec := range []*prometheus.CounterVec{podCreates, podDeletes, statusWritesSkipped} {
+	for _, vec := range []*prometheus.CounterVec{PodCreates, PodDeletes, StatusWritesSkipped} {
 		vec.WithLabelValues("sample").Add(0)
 		defer vec.DeleteLabelValues("sample")
 	}
@@ -230,9 +233,9 @@ func MetricDocs() ([]MetricDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]MetricDoc{}
+	byName := map[string]Doc{}
 	for _, f := range families {
-		doc := MetricDoc{Name: f.GetName(), Type: strings.ToLower(f.GetType().String()), Help: f.GetHelp()}
+		doc := Doc{Name: f.GetName(), Type: strings.ToLower(f.GetType().String()), Help: f.GetHelp()}
 		if len(f.GetMetric()) > 0 {
 			for _, l := range f.GetMetric()[0].GetLabel() {
 				doc.Labels = append(doc.Labels, l.GetName())
@@ -240,7 +243,7 @@ func MetricDocs() ([]MetricDoc, error) {
 		}
 		byName[doc.Name] = doc
 	}
-	docs := make([]MetricDoc, 0, len(order))
+	docs := make([]Doc, 0, len(order))
 	for _, name := range order {
 		doc, ok := byName[name]
 		if !ok {
