@@ -644,8 +644,16 @@ func TestOLMv1(t *testing.T) {
 	}
 
 	// ---- delete the ClusterExtension ----
+	// The RBAC it installed carries its owner label.
+	owned := client.MatchingLabels{"olm.operatorframework.io/owner-name": extensionName}
+	var crs rbacv1.ClusterRoleList
+	must(t, k8s.List(ctx, &crs, owned))
+	if len(crs.Items) == 0 {
+		t.Fatal("no ClusterRole labelled olm.operatorframework.io/owner-name=" + extensionName)
+	}
 	must(t, current.Stop())
 	must(t, k8s.Delete(ctx, ext))
+	deleted := time.Now()
 	// The garbage collector removes what it installed (ownerReferences to
 	// the ClusterExtension); on a fresh cluster it first waits for its
 	// discovery resync (30 s) to know the new kinds.
@@ -680,11 +688,32 @@ func TestOLMv1(t *testing.T) {
 		if len(exts.Items) > 0 {
 			left = append(left, "the ClusterExtension")
 		}
+		var crs rbacv1.ClusterRoleList
+		var crbs rbacv1.ClusterRoleBindingList
+		if err := k8s.List(ctx, &crs, owned); err != nil {
+			return false, "", err
+		}
+		if err := k8s.List(ctx, &crbs, owned); err != nil {
+			return false, "", err
+		}
+		if n := len(crs.Items) + len(crbs.Items); n > 0 {
+			left = append(left, fmt.Sprintf("%d ClusterRoles and Bindings", n))
+		}
+		err = k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: operatorName}, &corev1.ServiceAccount{})
+		switch {
+		case err == nil:
+			left = append(left, "the operator's ServiceAccount")
+		case !apierrors.IsNotFound(err):
+			return false, "", err
+		}
 		return len(left) == 0, "left: " + strings.Join(left, ", "), nil
 	})
 	if err != nil {
 		t.Fatalf("after deleting the ClusterExtension: %v", err)
 	}
+	t.Logf("ClusterExtension deleted: its CRD, the PodSet's pods, Deployment, RBAC gone after %s", time.Since(deleted).Round(100*time.Millisecond))
+	// What the user created stays: the namespace and the installer.
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: installerSA}, &corev1.ServiceAccount{}))
 	// With the CRD, the PodSet API is gone.
 	err = k8s.List(ctx, &appv1alpha1.PodSetList{}, client.InNamespace(workloadNS))
 	if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
