@@ -818,7 +818,7 @@ func watchPodChurn(t *testing.T, ctx context.Context, ns string) func() []string
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	must(t, err)
 	t.Cleanup(w.Stop)
-	events := make(chan string, 100)
+	events := make(chan string, 1000)
 	var seen []string
 	go func() {
 		for ev := range w.ResultChan() {
@@ -829,7 +829,10 @@ func watchPodChurn(t *testing.T, ctx context.Context, ns string) func() []string
 			switch {
 			case ev.Type == watch.Added, ev.Type == watch.Deleted,
 				ev.Type == watch.Modified && p.DeletionTimestamp != nil:
-				events <- fmt.Sprintf("%s %s", ev.Type, p.Name)
+				select { // never blocks: past 1000 events the test fails anyway
+				case events <- fmt.Sprintf("%s %s", ev.Type, p.Name):
+				default:
+				}
 			}
 		}
 	}()
