@@ -54,15 +54,19 @@ PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 # CRDs (from its Go module) the monitoring envtest and one test-olm run
 # install. v0.87.0 and v0.86.0 are refused by the module proxy.
 PROMETHEUS_OPERATOR_VERSION ?= v0.89.0
+# OLM v1: operator-controller and catalogd, the same release of one module.
+OPERATOR_CONTROLLER_VERSION ?= v1.5.1
 # kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
-export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION
+export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION
 
 LOCALBIN ?= $(CURDIR)/bin
 # kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, kwok:
 # also the KUBEBUILDER_ASSETS folder of envtest.
 K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)
 OLM_BIN ?= $(LOCALBIN)/olm-$(OLM_VERSION)-opm-$(OPM_VERSION)-sdk-$(OPERATOR_SDK_VERSION)
+# operator-controller, catalogd and their CRDs (olmv1-crds/).
+OLMV1_BIN ?= $(LOCALBIN)/olmv1-$(OPERATOR_CONTROLLER_VERSION)
 PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
 PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
@@ -228,6 +232,12 @@ BUNDLE_CSV := bundle/manifests/podset-operator.clusterserviceversion.yaml
 # The opm image the catalog image serves from, pinned to the opm we render with.
 OPM_IMG ?= quay.io/operator-framework/opm:$(OPM_VERSION)
 
+.PHONY: olmv1-tools
+olmv1-tools: $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd ## Build OLM v1's operator-controller and catalogd (and copy their CRDs).
+
+$(OLMV1_BIN)/%:
+	hack/build-tool.sh $* $(OLMV1_BIN)
+
 .PHONY: olm-tools
 olm-tools: $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb ## Build operator-sdk, opm, scorecard-test, and OLM's olm and catalog operators and cpb (its unpack Job's copier).
 
@@ -319,7 +329,18 @@ catalog-push: ## Push the catalog image.
 .PHONY: test-olm
 test-olm: cluster-tools olm-tools build $(MONITORING_CRDS) ## Install the operator through real OLM on a local cluster without the Prometheus Operator's CRDs, run it with OLM's ServiceAccount, uninstall; one install mode again with the CRDs.
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" MANAGER_BIN="$(LOCALBIN)/manager" MONITORING_CRDS="$(MONITORING_CRDS)" \
-	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m
+	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m -run '^TestOLM$$'
+
+# The manager that test-olmv1 runs as today's release; bin/manager (make
+# build) unless given.
+MANAGER_BIN ?= $(LOCALBIN)/manager
+
+.PHONY: test-olmv1
+test-olmv1: cluster-tools olmv1-tools $(if $(filter $(LOCALBIN)/manager,$(MANAGER_BIN)),build) ## Through OLM v1 (catalogd and operator-controller as processes) on a local cluster without the monitoring CRDs: a ClusterCatalog from a local TLS registry, a ClusterExtension installing the previous release, upgrading to this one with zero pod churn, deleted with its CRD and PodSets.
+	hack/install-real-node.sh
+	bash -c 'source hack/lib/debian.sh && use_buildah'
+	K8S_BIN="$(K8S_BIN)" OLMV1_BIN="$(OLMV1_BIN)" MANAGER_BIN="$(MANAGER_BIN)" UPGRADE_FROM_REV="$(UPGRADE_FROM_REV)" \
+	  $(GO) test ./test/olm/ -count=1 -v -timeout=20m -run '^TestOLMv1$$'
 
 .PHONY: test-olm-real
 test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running) and cleanup, run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
@@ -438,7 +459,8 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	-bash -c 'source hack/lib/debian.sh && use_buildah'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
-	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb
+	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb \
+	  $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd
 
 .PHONY: real-node-tools
 real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.

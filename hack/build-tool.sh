@@ -21,6 +21,7 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 : "${OLM_VERSION:=v0.28.0}"
 : "${OPERATOR_SDK_VERSION:=v1.34.1}"
 : "${CONTROLLER_RUNTIME_VERSION:=v0.25.2}" # the project's (go.mod)
+: "${OPERATOR_CONTROLLER_VERSION:=v1.5.1}" # OLM v1: operator-controller and catalogd
 
 # One build per tool at a time: CI builds the tools in the background
 # (make prebuild-tools) while its steps run, and a step that needs a tool
@@ -146,6 +147,20 @@ case "$tool" in
     v=github.com/operator-framework/operator-sdk/internal/version
     go build -mod=mod -trimpath -o "$bin" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
       -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" "$pkg" ;;
+  operator-controller|catalogd)
+    # OLM v1. Its module pins its own Kubernetes libraries (v0.33) and
+    # carries replace directives: the wrapper copies them. No -trimpath:
+    # these libraries share nothing with the project's build cache anyway.
+    mod=github.com/operator-framework/operator-controller
+    wrapper "$mod" "$OPERATOR_CONTROLLER_VERSION" "$mod/cmd/$tool"
+    src=$(go mod download -json "$mod@$OPERATOR_CONTROLLER_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    grep '^replace ' "$src/go.mod" >>go.mod
+    go build -tags containers_image_openpgp -ldflags "-s -w" -o "$bin" "$mod/cmd/$tool"
+    # The CRDs of the standard feature set, which the test installs.
+    mkdir -p "$out/olmv1-crds"
+    cp "$src/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" \
+      "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$out/olmv1-crds/"
+    chmod -R u+w "$out/olmv1-crds" ;;
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
 mv "$bin" "$out/$tool"

@@ -82,8 +82,9 @@ func run(m *testing.M) int {
 		}
 	}
 	bins.k8s, bins.olm = os.Getenv("K8S_BIN"), os.Getenv("OLM_BIN")
-	if bins.k8s == "" || bins.olm == "" {
-		fmt.Fprintln(os.Stderr, "K8S_BIN and OLM_BIN must be set; run `make test-olm` or `make test-olm-real`")
+	// OLM v1 (make test-olmv1) needs OLMV1_BIN instead of OLM_BIN.
+	if bins.k8s == "" || (bins.olm == "" && os.Getenv("OLMV1_BIN") == "") {
+		fmt.Fprintln(os.Stderr, "K8S_BIN and OLM_BIN (or OLMV1_BIN) must be set; run `make test-olm`, `make test-olmv1` or `make test-olm-real`")
 		return 1
 	}
 	bins.opm = filepath.Join(bins.olm, "opm")

@@ -371,6 +371,12 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 // OLM created for the CSV, and the environment the CSV's Deployment gives it.
 func startManager(t *testing.T, ctx context.Context, ns, podName, watch, operandImage string) *localcluster.Process {
 	t.Helper()
+	return startManagerBin(t, ctx, bins.manager, ns, podName, watch, operandImage)
+}
+
+// startManagerBin is startManager with a given manager binary.
+func startManagerBin(t *testing.T, ctx context.Context, bin, ns, podName, watch, operandImage string) *localcluster.Process {
+	t.Helper()
 	cfg, err := cluster.ServiceAccountConfig(ctx, ns, operatorName, time.Hour)
 	must(t, err)
 	kubeconfig := filepath.Join(logDir, "manager-"+ns+".kubeconfig")
@@ -379,7 +385,7 @@ func startManager(t *testing.T, ctx context.Context, ns, podName, watch, operand
 	must(t, err)
 	// Leader election is off: outside a pod the manager cannot discover its
 	// namespace. Metrics are off: the port would collide with other runs.
-	p, err := startProc("manager-"+ns, bins.manager, []string{
+	p, err := startProc("manager-"+ns, bin, []string{
 		"--leader-elect=false",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 		"--metrics-bind-address=0",
