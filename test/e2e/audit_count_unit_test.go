@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -29,4 +30,25 @@ func TestMaxLiveInAuditLogCountsADeleteWhenReceived(t *testing.T) {
 	most, err := maxLiveInAuditLog(strings.NewReader(log), "ns")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(most).To(Equal(2))
+}
+
+// Only the authorizer's refusals count as RBAC denials: a create refused by
+// admission in a namespace being deleted is a 403 the authorizer allowed.
+func TestDeniedByRBAC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		line string
+		want bool
+	}{
+		{"forbidden by RBAC", `{"verb":"create","responseStatus":{"code":403},"annotations":{"authorization.k8s.io/decision":"forbid"}}`, true},
+		{"403 without a decision recorded", `{"verb":"create","responseStatus":{"code":403}}`, true},
+		{"allowed, refused by admission (namespace terminating)", `{"verb":"create","responseStatus":{"code":403},"annotations":{"authorization.k8s.io/decision":"allow"}}`, false},
+		{"allowed and done", `{"verb":"create","responseStatus":{"code":201},"annotations":{"authorization.k8s.io/decision":"allow"}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e auditEvent
+			NewWithT(t).Expect(json.Unmarshal([]byte(tc.line), &e)).To(Succeed())
+			NewWithT(t).Expect(e.deniedByRBAC()).To(Equal(tc.want))
+		})
+	}
 }
