@@ -27,11 +27,10 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers"
 	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
-
-	"github.com/example/podset-operator/controllers/metrics"
 )
 
 // Environment variables the manager reads.

@@ -11,10 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
-	"github.com/example/podset-operator/controllers/operand"
-
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that

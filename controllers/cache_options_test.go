@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/operand"
 )
 

@@ -10,7 +10,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/metrics"
 )
 

@@ -13,11 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/example/podset-operator/controllers/rollout"
-
-	"github.com/example/podset-operator/controllers/operand"
-
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind

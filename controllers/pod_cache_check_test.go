@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/leaderfence"
 )
 

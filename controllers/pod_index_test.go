@@ -8,7 +8,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/operand"
 )
 

@@ -11,10 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
-	"github.com/example/podset-operator/controllers/operand"
-
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // claimPods finds the pods that belong to the PodSet: those it controls and

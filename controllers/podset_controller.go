@@ -33,9 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/leaderfence"
-
 	"github.com/example/podset-operator/controllers/metrics"
 )
 

@@ -30,7 +30,6 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/leaderfence"
-
 	"github.com/example/podset-operator/controllers/operand"
 )
 

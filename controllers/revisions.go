@@ -18,9 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/revision"
-
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // DefaultRevisionHistoryLimit is the default of spec.revisionHistoryLimit.

@@ -8,9 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/rollout"
-
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // step is what one reconcile does to the pods: the rollout package's counts,

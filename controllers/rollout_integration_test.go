@@ -25,9 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/revision"
-
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 func TestIntegrationRollingUpdateStaysWithinBounds(t *testing.T) {

@@ -17,11 +17,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/revision"
-
-	"github.com/example/podset-operator/controllers/operand"
-
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as

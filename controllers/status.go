@@ -12,9 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/rollout"
-
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // scaleOutcome is what the scaling phase of one reconcile did.

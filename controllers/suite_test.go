@@ -29,7 +29,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-
 	"github.com/example/podset-operator/controllers/metrics"
 )
 

@@ -11,9 +11,8 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/revision"
-
 	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 const managerDefaultImage = "registry.example.com/operand@sha256:0123"
