@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,67 +78,42 @@ func (d cacheDoubts) checkedAfter(c cacheDoubts) bool {
 	return c.pauses >= d.pauses && c.watchFailures >= d.watchFailures
 }
 
-// podCacheChecks remembers, per PodSet, the doubts its cache was last
-// checked after, and how many checks in a row found it behind.
-type podCacheChecks struct {
-	mu      sync.Mutex
-	checked map[string]cacheDoubts
-	behind  map[string]int
+// podCacheCheck is what the last checks of one PodSet's pod cache found: the
+// doubts the last check that found it current came after, and how many
+// checks in a row have found it behind. It is part of the PodSet's record.
+type podCacheCheck struct {
+	checkedAfter cacheDoubts
+	behind       int
 }
 
-func newPodCacheChecks() *podCacheChecks {
-	return &podCacheChecks{checked: map[string]cacheDoubts{}, behind: map[string]int{}}
-}
-
-// foundBehind records a check that found key's cache behind, and returns
-// when to check again.
-func (c *podCacheChecks) foundBehind(key string) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.behind[key]
-	c.behind[key] = n + 1
+// foundBehind records a check that found the cache behind, and returns when
+// to check again.
+func (c *podCacheCheck) foundBehind() time.Duration {
+	n := c.behind
+	c.behind = n + 1
 	return min(PodCacheRecheckInterval<<min(n, 8), MaxPodCacheRecheckInterval)
 }
 
-// converging records a check that found key's cache behind while the PodSet
+// converging records a check that found the cache behind while the PodSet
 // still has work to do on the API server's pods: it looks again after the
 // shortest interval, not a growing one.
-func (c *podCacheChecks) converging(key string) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.behind[key] = 1
+func (c *podCacheCheck) converging() time.Duration {
+	c.behind = 1
 	return PodCacheRecheckInterval
 }
 
-// isBehind reports whether key's last check found its cache behind.
-func (c *podCacheChecks) isBehind(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.behind[key] > 0
-}
+// isBehind reports whether the last check found the cache behind.
+func (c *podCacheCheck) isBehind() bool { return c.behind > 0 }
 
-func (c *podCacheChecks) upToDate(key string, doubts cacheDoubts) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return doubts.checkedAfter(c.checked[key])
-}
+// upToDate reports whether a check came after every doubt counted.
+func (c *podCacheCheck) upToDate(doubts cacheDoubts) bool { return doubts.checkedAfter(c.checkedAfter) }
 
-// done records a check that found key's cache current, after doubts. The
+// done records a check that found the cache current, after doubts. The
 // watch failures read 0 once every pod watch delivers again; the highest
 // count seen is kept, so that a later failure is still one to check after.
-func (c *podCacheChecks) done(key string, doubts cacheDoubts) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prev := c.checked[key]
-	c.checked[key] = cacheDoubts{pauses: max(prev.pauses, doubts.pauses), watchFailures: max(prev.watchFailures, doubts.watchFailures)}
-	delete(c.behind, key)
-}
-
-func (c *podCacheChecks) forget(namespacedName string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	deletePodSetKeys(c.checked, namespacedName)
-	deletePodSetKeys(c.behind, namespacedName)
+func (c *podCacheCheck) done(doubts cacheDoubts) {
+	c.checkedAfter = cacheDoubts{pauses: max(c.checkedAfter.pauses, doubts.pauses), watchFailures: max(c.checkedAfter.watchFailures, doubts.watchFailures)}
+	c.behind = 0
 }
 
 // cacheDoubts returns the pauses the fence noticed (none without a fence)
@@ -164,8 +138,8 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	doubtful := r.Expectations.Doubtful(s.key)
 	lagging := s.expectationsWait > 0 && r.Expectations.Lagging(s.key)
 	doubts := r.cacheDoubts()
-	inDoubt := !r.cacheChecks.upToDate(s.key, doubts)
-	behind := r.cacheChecks.isBehind(s.key)
+	inDoubt := !s.record.podCache.upToDate(doubts)
+	behind := s.record.podCache.isBehind()
 	// Expectations still running are waited for, except after a pause or
 	// while a pod watch is down: what they wait for may have come and gone while
 	// the replica was stopped or its watch down (a pod it created, deleted
@@ -211,9 +185,9 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 			// Backing off would only stretch the convergence (the
 			// relist after repeated API server restarts took 45 s in
 			// the fault matrix).
-			s.cacheRecheck = r.cacheChecks.converging(s.key)
+			s.cacheRecheck = s.record.podCache.converging()
 		} else {
-			s.cacheRecheck = r.cacheChecks.foundBehind(s.key)
+			s.cacheRecheck = s.record.podCache.foundBehind()
 		}
 		logf.FromContext(ctx).Info("the pod cache is behind the API server",
 			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
@@ -225,7 +199,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
 		s.expectationsWait = 0
 	}
-	r.cacheChecks.done(s.key, doubts)
+	s.record.podCache.done(doubts)
 	return nil
 }
 

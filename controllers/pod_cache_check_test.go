@@ -158,8 +158,7 @@ func TestReconcileAfterAPauseDoesNotActOnACacheBehind(t *testing.T) {
 	r.Pods = podIndexWith(t, pods)
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
-	g.Expect(r.cacheChecks.upToDate(key, cacheDoubts{pauses: f.Trips()})).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).upToDate(cacheDoubts{pauses: f.Trips()})).To(BeTrue())
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -191,7 +190,7 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the PodSet waited for a creation whose pod is gone")
-	g.Expect(r.cacheChecks.upToDate(key, cacheDoubts{pauses: f.Trips()})).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).upToDate(cacheDoubts{pauses: f.Trips()})).To(BeTrue())
 }
 
 // The broken watch of the fault matrix: the leader was paused, pods were
@@ -205,7 +204,7 @@ func TestReconcileAfterAPauseReplacesPodsItsCacheStillHolds(t *testing.T) {
 	// The cache holds all three; the API server, one.
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods[:1])...)
 	r.Fence = pausedFence(g)
-	r.statusPacer = newStatusPacer(0)
+	r.StatusWriteInterval = 0
 
 	res, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -318,14 +317,14 @@ func TestPodCacheDiff(t *testing.T) {
 
 func TestPodCacheRecheckBacksOff(t *testing.T) {
 	g := NewWithT(t)
-	c := newPodCacheChecks()
+	var c podCacheCheck
 	var waits []time.Duration
 	for range 7 {
-		waits = append(waits, c.foundBehind("ns/web/uid"))
+		waits = append(waits, c.foundBehind())
 	}
 	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}))
-	c.done("ns/web/uid", cacheDoubts{})
-	g.Expect(c.foundBehind("ns/web/uid")).To(Equal(time.Second), "a check that found the cache current starts over")
+	c.done(cacheDoubts{})
+	g.Expect(c.foundBehind()).To(Equal(time.Second), "a check that found the cache current starts over")
 }
 
 // listRecorder is a reader that records the type of each list read through

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,73 +18,28 @@ import (
 // it from the API server (one read per PodSet reconciled in the gap, as the
 // pod cache check costs one list), and every reconcile acts on what was read
 // until the cache has caught up with it: going back to the stale copy at the
-// next pod event would undo what the first one did.
-
-// podSetReads remembers, per PodSet, the PodSet watch failures it was last
-// read from the API server after, and what was read until the cache has it.
-type podSetReads struct {
-	mu      sync.Mutex
-	read    map[string]uint64
-	fresher map[string]*appv1alpha1.PodSet
-}
-
-func newPodSetReads() *podSetReads {
-	return &podSetReads{read: map[string]uint64{}, fresher: map[string]*appv1alpha1.PodSet{}}
-}
-
-func (p *podSetReads) upToDate(key string, failures uint64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.read[key] >= failures
-}
-
-// done records a read of key after failures.
-func (p *podSetReads) done(key string, failures uint64, read *appv1alpha1.PodSet) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.read[key] = max(p.read[key], failures)
-	p.fresher[key] = read.DeepCopy()
-}
-
-// fresherThan returns a copy of what was last read of key if it is newer than
-// cached, and forgets it once the cache has caught up.
-func (p *podSetReads) fresherThan(key string, cached *appv1alpha1.PodSet) *appv1alpha1.PodSet {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	read, ok := p.fresher[key]
-	if !ok {
-		return nil
-	}
-	if !newerVersion(read.ResourceVersion, cached.ResourceVersion) {
-		delete(p.fresher, key)
-		return nil
-	}
-	return read.DeepCopy()
-}
-
-func (p *podSetReads) forget(namespacedName string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	deletePodSetKeys(p.read, namespacedName)
-	deletePodSetKeys(p.fresher, namespacedName)
-}
+// next pod event would undo what the first one did. The PodSet's record
+// keeps the failures it was last read after, and what was read until the
+// cache has it.
 
 // readPodSetWhileItsWatchIsDown makes the reconcile act on the API server's
 // PodSet rather than the cached one: read once per PodSet watch failure, and
 // kept until the cache has caught up. Otherwise it costs nothing.
 func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s *podSetScope) error {
-	if read := r.podSetReads.fresherThan(s.key, s.podSet); read != nil {
-		r.actOn(s, read)
+	rec := s.record
+	if read, ok := rec.podSetRead.newerThan(s.podSet.ResourceVersion); ok {
+		r.actOn(s, read.DeepCopy())
 	}
 	failures := r.WatchGaps.podSetFailures()
-	if failures == 0 || r.podSetReads.upToDate(s.key, failures) {
+	if failures == 0 || rec.podSetReadAfter >= failures {
 		return nil
 	}
 	fresh, err := r.readPodSet(ctx, s)
 	if err != nil || fresh == nil {
 		return err
 	}
-	r.podSetReads.done(s.key, failures, fresh)
+	rec.podSetReadAfter = max(rec.podSetReadAfter, failures)
+	rec.podSetRead.hold(fresh.ResourceVersion, fresh.DeepCopy())
 	r.actOn(s, fresh)
 	return nil
 }
@@ -93,7 +47,7 @@ func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s 
 // actOn makes ps, read from the API server, the PodSet of the reconcile; a
 // status the operator wrote since is the base of its next one.
 func (r *PodSetReconciler) actOn(s *podSetScope, ps *appv1alpha1.PodSet) {
-	r.unseenWrites.restore(s.key, ps)
+	s.record.restoreWrittenStatus(ps)
 	s.podSet = ps
 }
 

@@ -31,7 +31,7 @@ func TestReconcileWhileThePodSetWatchIsDownActsOnTheAPIServersSpec(t *testing.T)
 	onServer.Generation = 2
 	onServer.ResourceVersion = "20"
 	r, c := unitReconciler(t, pods, unitClientBuilder(onServer).Build(), asObjects(cached, pods)...)
-	r.statusPacer = newStatusPacer(0)
+	r.StatusWriteInterval = 0
 	brokenPodSetWatch(r)
 
 	_, err := reconcileOnce(r, cached)
@@ -52,22 +52,22 @@ func TestReconcileWhileThePodSetWatchIsDownActsOnTheAPIServersSpec(t *testing.T)
 
 func TestPodSetReadsAreKeptUntilTheCacheHasThem(t *testing.T) {
 	g := NewWithT(t)
-	p := newPodSetReads()
+	var read unseen[*appv1alpha1.PodSet]
 	cached := unitPodSet(3)
 	cached.ResourceVersion = "10"
-	read := cached.DeepCopy()
-	read.ResourceVersion = "20"
-	read.Spec.Replicas = ptr.To[int32](1)
-	key := "ns/web/uid"
-	g.Expect(p.fresherThan(key, cached)).To(BeNil())
-	p.done(key, 1, read)
-	g.Expect(p.upToDate(key, 1)).To(BeTrue())
-	g.Expect(p.upToDate(key, 2)).To(BeFalse())
-	g.Expect(p.fresherThan(key, cached).Spec.Replicas).To(HaveValue(Equal(int32(1))))
-	caughtUp := read.DeepCopy()
-	caughtUp.ResourceVersion = "21"
-	g.Expect(p.fresherThan(key, caughtUp)).To(BeNil())
-	g.Expect(p.fresherThan(key, cached)).To(BeNil(), "forgotten once the cache had it")
+	fresh := cached.DeepCopy()
+	fresh.ResourceVersion = "20"
+	fresh.Spec.Replicas = ptr.To[int32](1)
+	_, ok := read.newerThan(cached.ResourceVersion)
+	g.Expect(ok).To(BeFalse())
+	read.hold(fresh.ResourceVersion, fresh)
+	got, ok := read.newerThan(cached.ResourceVersion)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+	_, ok = read.newerThan("21")
+	g.Expect(ok).To(BeFalse(), "the cache caught up")
+	_, ok = read.newerThan(cached.ResourceVersion)
+	g.Expect(ok).To(BeFalse(), "forgotten once the cache had it")
 }
 
 // Deleted, or replaced by a namesake, while the watch was down: nothing is

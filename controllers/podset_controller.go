@@ -84,19 +84,13 @@ type PodSetReconciler struct {
 	// has renewed its lease (see leaderfence.Fence).
 	Fence *leaderfence.Fence
 
-	statusPacer *statusPacer
-	// unseenWrites are the status writes the cache does not have yet.
-	unseenWrites *unseenStatusWrites
-	strays       *strayPods
-	cacheChecks  *podCacheChecks
-	podSetReads  *podSetReads
-	fenced       *fencedPodSets
-	lagging      *lagQueue
-	// namespaceTerminating holds the PodSets a create found in a namespace
-	// being deleted: they create nothing more.
-	namespaceTerminating *podSetKeys
-	recentRevisions      *recentRevisions
-	podWriteSlots        writeSlots
+	// records holds what the reconciler remembers about each PodSet
+	// (podset_record.go).
+	records       *podSetRecords
+	strays        *strayPods
+	fenced        *fencedPodSets
+	lagging       *lagQueue
+	podWriteSlots writeSlots
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.
 	background *backgroundDeletions
@@ -105,6 +99,8 @@ type PodSetReconciler struct {
 // podSetScope is what one reconcile of one PodSet knows and has done.
 type podSetScope struct {
 	podSet *appv1alpha1.PodSet
+	// record is what the reconciler remembers about the PodSet.
+	record *podSetRecord
 	// key is the PodSet's key in the expectations.
 	key string
 	// expectationsWait is how long the PodSet's earlier writes may still be
@@ -174,14 +170,9 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if client.IgnoreNotFound(err) == nil {
 			// Gone: the garbage collector deletes its pods through their
 			// ownerReferences; only our bookkeeping is left to drop.
+			r.records.forget(req.NamespacedName)
 			r.Expectations.Forget(req.String())
-			r.statusPacer.forget(req.String())
-			r.unseenWrites.forget(req.String())
 			r.strays.forget(req.NamespacedName)
-			r.cacheChecks.forget(req.String())
-			r.podSetReads.forget(req.String())
-			r.recentRevisions.forgetPodSet(req.String())
-			r.namespaceTerminating.forget(req.String())
 			r.background.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -193,10 +184,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
 	}
 	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	rec := r.records.of(ps)
 	// The cache may not have this PodSet's last status write yet; the API
 	// server has it, and it is what the new status is computed against.
-	r.unseenWrites.restore(key, ps)
-	s := &podSetScope{podSet: ps, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
+	rec.restoreWrittenStatus(ps)
+	s := &podSetScope{podSet: ps, record: rec, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
 
 	// Without knowing which pods are the PodSet's and which pod template
 	// is current, neither scaling nor status can be right: stop here and
@@ -264,20 +256,21 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		return nil
 	}
 	now := time.Now()
+	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
 	status := computeStatus(s.podSet, s.pods, &s.revisions, s.outcome, now)
 	switch {
 	case equality.Semantic.DeepEqual(status, s.podSet.Status):
 		return nil
 	case statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas(), s.outcome):
-	case r.statusPacer.overdue(s.key, now):
+	case pacing.overdue(interval, now):
 		// Held back for a whole interval already: churn must not starve it.
 	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
-		r.statusPacer.scaled(s.key, now)
+		pacing.scaled(interval, now)
 		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
 		return nil
 	default:
-		if s.statusWait = r.statusPacer.wait(s.key, now); s.statusWait > 0 {
-			r.statusPacer.held(s.key, now)
+		if s.statusWait = pacing.wait(interval, now); s.statusWait > 0 {
+			pacing.held(interval, now)
 			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
 			return nil
 		}
@@ -294,8 +287,8 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.statusPacer.wrote(s.key, now)
-	r.unseenWrites.wrote(s.key, s.podSet)
+	pacing.wrote(interval, now)
+	s.record.statusWritten(s.podSet)
 	if deadlineJustExceeded(orig.Status, status) {
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing).Message))
@@ -324,21 +317,16 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Expectations == nil {
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
-	r.statusPacer = newStatusPacer(r.StatusWriteInterval)
-	r.unseenWrites = newUnseenStatusWrites()
+	r.records = newPodSetRecords()
 	r.strays = newStrayPods()
-	r.cacheChecks = newPodCacheChecks()
-	r.podSetReads = newPodSetReads()
 	r.fenced = newFencedPodSets()
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.fenced.release)
 	}
 	r.lagging = newLagQueue(r.Expectations)
-	r.namespaceTerminating = newPodSetKeys()
 	if err := mgr.Add(r.lagging); err != nil {
 		return err
 	}
-	r.recentRevisions = newRecentRevisions()
 	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
 	r.background = newBackgroundDeletions()
 	if err := mgr.Add(r.background); err != nil {

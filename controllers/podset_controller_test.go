@@ -64,20 +64,16 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		apiReader = c
 	}
 	return &PodSetReconciler{
-		Client:               c,
-		APIReader:            apiReader,
-		Scheme:               testScheme,
-		Recorder:             events.NewFakeRecorder(100),
-		Expectations:         NewExpectations(DefaultExpectationsTimeout),
-		Pods:                 podIndexWith(t, pods),
-		statusPacer:          newStatusPacer(DefaultStatusWriteInterval),
-		unseenWrites:         newUnseenStatusWrites(),
-		strays:               newStrayPods(),
-		cacheChecks:          newPodCacheChecks(),
-		podSetReads:          newPodSetReads(),
-		fenced:               newFencedPodSets(),
-		recentRevisions:      newRecentRevisions(),
-		namespaceTerminating: newPodSetKeys(),
+		Client:              c,
+		APIReader:           apiReader,
+		Scheme:              testScheme,
+		Recorder:            events.NewFakeRecorder(100),
+		Expectations:        NewExpectations(DefaultExpectationsTimeout),
+		Pods:                podIndexWith(t, pods),
+		StatusWriteInterval: DefaultStatusWriteInterval,
+		records:             newPodSetRecords(),
+		strays:              newStrayPods(),
+		fenced:              newFencedPodSets(),
 	}, c
 }
 
@@ -253,16 +249,4 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent again in a namespace known to be terminating")
-}
-
-func TestPodSetKeysForgetsEveryUIDOfAPodSet(t *testing.T) {
-	g := NewWithT(t)
-	k := newPodSetKeys()
-	k.insert(expectationsKey("ns", "web", "uid-1"))
-	k.insert(expectationsKey("ns", "web", "uid-2"))
-	k.insert(expectationsKey("ns", "web-2", "uid-3"))
-	k.forget("ns/web")
-	g.Expect(k.has(expectationsKey("ns", "web", "uid-1"))).To(BeFalse())
-	g.Expect(k.has(expectationsKey("ns", "web", "uid-2"))).To(BeFalse())
-	g.Expect(k.has(expectationsKey("ns", "web-2", "uid-3"))).To(BeTrue(), "a namesake prefix was forgotten")
 }

@@ -68,8 +68,8 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	}
 	update := revision.FindEqual(rs.all, rs.updateTemplate)
 	if update != nil {
-		r.recentRevisions.forget(s.key)
-	} else if update = r.recentRevisions.lookup(s.key, revision.Name(ps.Name, revision.Hash(rs.updateTemplate, rs.collisionCount))); update != nil {
+		s.record.recentRevision.forget()
+	} else if update = s.record.recentRevision.lookup(revision.Name(ps.Name, revision.Hash(rs.updateTemplate, rs.collisionCount)), time.Now()); update != nil {
 		rs.all = append(rs.all, update)
 	}
 	var err error
@@ -153,7 +153,7 @@ func (r *PodSetReconciler) startFirstRevision(ctx context.Context, s *podSetScop
 	go func(cr *appsv1.ControllerRevision) {
 		err := r.Create(ctx, cr)
 		if err == nil {
-			r.recentRevisions.created(s.key, cr)
+			s.record.recentRevision.created(cr, time.Now())
 		}
 		created <- err
 	}(cr.DeepCopy())
@@ -216,7 +216,7 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		}
 		err = r.Create(ctx, cr)
 		if err == nil {
-			r.recentRevisions.created(s.key, cr)
+			s.record.recentRevision.created(cr, time.Now())
 			rs.all = append(rs.all, cr)
 			return cr, nil
 		}
@@ -352,64 +352,47 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 // is the right one.
 const recentRevisionsTTL = time.Minute
 
-// recentRevisions remembers, per PodSet, the revision this operator created
-// last, until the cache shows it. Revisions and pods come on different
-// watches: the events of a new PodSet's first pods often wake it before its
-// revision reaches the cache, and that reconcile would create the revision
-// again, paying a refused create and a direct read to learn it exists (at
-// 1000x1, 0.6 requests per pod in a benchmark run).
-type recentRevisions struct {
-	mu       sync.Mutex
-	now      func() time.Time
-	byPodSet map[string]recentRevision
-}
-
+// recentRevision is, in the PodSet's record, the revision this operator
+// created last, until the cache shows it. Revisions and pods come on
+// different watches: the events of a new PodSet's first pods often wake it
+// before its revision reaches the cache, and that reconcile would create
+// the revision again, paying a refused create and a direct read to learn it
+// exists (at 1000x1, 0.6 requests per pod in a benchmark run). The create
+// of a new PodSet's first revision may return after its reconcile did, so
+// it is guarded by a lock.
 type recentRevision struct {
+	mu sync.Mutex
 	cr *appsv1.ControllerRevision
 	at time.Time
 }
 
-func newRecentRevisions() *recentRevisions {
-	return &recentRevisions{now: time.Now, byPodSet: map[string]recentRevision{}}
-}
-
-// created records cr, the revision just created for the PodSet of key.
-func (rr *recentRevisions) created(key string, cr *appsv1.ControllerRevision) {
+// created records cr, the revision just created at now.
+func (rr *recentRevision) created(cr *appsv1.ControllerRevision, now time.Time) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	rr.byPodSet[key] = recentRevision{cr: cr, at: rr.now()}
+	rr.cr, rr.at = cr, now
 }
 
-// lookup returns the revision named name that was created for the PodSet of
-// key less than recentRevisionsTTL ago, or nil.
-func (rr *recentRevisions) lookup(key, name string) *appsv1.ControllerRevision {
+// lookup returns the revision named name if it was created less than
+// recentRevisionsTTL before now, or nil.
+func (rr *recentRevision) lookup(name string, now time.Time) *appsv1.ControllerRevision {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	rec, ok := rr.byPodSet[key]
 	switch {
-	case !ok:
+	case rr.cr == nil:
 		return nil
-	case rr.now().Sub(rec.at) > recentRevisionsTTL:
-		delete(rr.byPodSet, key)
+	case now.Sub(rr.at) > recentRevisionsTTL:
+		rr.cr = nil
 		return nil
-	case rec.cr.Name != name:
+	case rr.cr.Name != name:
 		return nil
 	}
-	return rec.cr
+	return rr.cr
 }
 
-// forget drops what is recorded for the PodSet of key: the cache shows its
-// revision, or the PodSet is gone.
-func (rr *recentRevisions) forget(key string) {
+// forget drops the revision recorded: the cache shows it.
+func (rr *recentRevision) forget() {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	delete(rr.byPodSet, key)
-}
-
-// forgetPodSet drops what is recorded for every PodSet of that namespaced
-// name: it is gone.
-func (rr *recentRevisions) forgetPodSet(namespacedName string) {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	deletePodSetKeys(rr.byPodSet, namespacedName)
+	rr.cr = nil
 }

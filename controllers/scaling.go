@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,7 +51,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
 	}
-	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || r.namespaceTerminating.has(s.key) {
+	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
 		return nil
 	}
 	s.outcome.attempted = true
@@ -137,33 +136,6 @@ func (r *PodSetReconciler) creationsSkipped(s *podSetScope, n int) {
 	}
 }
 
-// podSetKeys is a set of expectations keys, safe for concurrent use.
-type podSetKeys struct {
-	mu   sync.Mutex
-	keys sets.Set[string]
-}
-
-func newPodSetKeys() *podSetKeys { return &podSetKeys{keys: sets.New[string]()} }
-
-func (k *podSetKeys) insert(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.keys.Insert(key)
-}
-
-func (k *podSetKeys) has(key string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.keys.Has(key)
-}
-
-// forget drops the keys of the PodSet namespace/name, whatever its UID.
-func (k *podSetKeys) forget(namespacedName string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	deletePodSetKeys(k.keys, namespacedName)
-}
-
 // errNamespaceTerminating stops a slow start in a namespace being deleted.
 // Counting those refusals as successes, as the ReplicaSet controller does,
 // sent every create of the step: a PodSet of 1000 pods whose namespace was
@@ -224,7 +196,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		// the pods and the PodSet. Nor worth another try: every pod it
 		// deletes meanwhile would wake the PodSet into one more refused
 		// create (a create every 100 ms for seconds, in the benchmark).
-		r.namespaceTerminating.insert(s.key)
+		s.record.namespaceTerminating.Store(true)
 		return made, nil
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -67,7 +66,7 @@ func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
 	return failing(current) != failing(computed)
 }
 
-// statusPacer spaces out the status writes of a PodSet that is still
+// statusPacing spaces out the status writes of a PodSet that is still
 // converging. While a thousand pods are created and turn Ready one by one,
 // nearly every reconcile computes a new status, and writing each one (with
 // its thousand pod names) cost the API server more than the pods themselves,
@@ -82,36 +81,24 @@ func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
 // often pods are replaced (each replacement a scaling step), a held-back
 // status is written within one interval of the first change held back, so
 // podNames, the counts and observedGeneration never freeze under churn.
-type statusPacer struct {
-	interval time.Duration
-
-	mu    sync.Mutex
-	state map[string]pacing
-}
-
-type pacing struct {
-	// last is the last write or scaling step.
+//
+// It is part of the PodSet's record; an interval of 0 writes every change.
+type statusPacing struct {
+	// last is the last write or scaling step; zero before either.
 	last time.Time
 	// firstUnwritten is when the oldest change not yet written was held
 	// back; zero when everything computed has been written.
 	firstUnwritten time.Time
 }
 
-func newStatusPacer(interval time.Duration) *statusPacer {
-	return &statusPacer{interval: interval, state: map[string]pacing{}}
-}
-
-// wait is how long key's next progress write must still wait; 0 means now.
-func (p *statusPacer) wait(key string, now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.state[key]
-	if !ok {
+// wait is how long the next progress write must still wait; 0 means now.
+func (p *statusPacing) wait(interval time.Duration, now time.Time) time.Duration {
+	if p.last.IsZero() {
 		return 0
 	}
-	due := st.last.Add(p.interval)
-	if !st.firstUnwritten.IsZero() {
-		if bound := st.firstUnwritten.Add(p.interval); bound.Before(due) {
+	due := p.last.Add(interval)
+	if !p.firstUnwritten.IsZero() {
+		if bound := p.firstUnwritten.Add(interval); bound.Before(due) {
 			due = bound
 		}
 	}
@@ -120,56 +107,32 @@ func (p *statusPacer) wait(key string, now time.Time) time.Duration {
 
 // overdue reports whether a change has been held back for a whole interval,
 // so that the status must be written now, whatever else happened since.
-func (p *statusPacer) overdue(key string, now time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.state[key]
-	return ok && p.interval > 0 && !st.firstUnwritten.IsZero() && now.Sub(st.firstUnwritten) >= p.interval
+func (p *statusPacing) overdue(interval time.Duration, now time.Time) bool {
+	return interval > 0 && !p.firstUnwritten.IsZero() && now.Sub(p.firstUnwritten) >= interval
 }
 
-// wrote records that key's status was written at now.
-func (p *statusPacer) wrote(key string, now time.Time) {
-	if p.interval <= 0 {
-		return
+// wrote records that the status was written at now.
+func (p *statusPacing) wrote(interval time.Duration, now time.Time) {
+	if interval > 0 {
+		*p = statusPacing{last: now}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.state[key] = pacing{last: now}
 }
 
-// scaled records that key's pods were scaled at now, and its changed status
+// scaled records that the pods were scaled at now, and the changed status
 // held back until their events come.
-func (p *statusPacer) scaled(key string, now time.Time) {
-	if p.interval <= 0 {
+func (p *statusPacing) scaled(interval time.Duration, now time.Time) {
+	if interval <= 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := p.state[key]
-	st.last = now
-	if st.firstUnwritten.IsZero() {
-		st.firstUnwritten = now
-	}
-	p.state[key] = st
-}
-
-// held records that a changed status of key was held back at now.
-func (p *statusPacer) held(key string, now time.Time) {
-	if p.interval <= 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if st, ok := p.state[key]; ok && st.firstUnwritten.IsZero() {
-		st.firstUnwritten = now
-		p.state[key] = st
+	p.last = now
+	if p.firstUnwritten.IsZero() {
+		p.firstUnwritten = now
 	}
 }
 
-// forget drops what is recorded for the PodSet namespace/name, whatever its
-// UID, once it is gone.
-func (p *statusPacer) forget(namespacedName string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	deletePodSetKeys(p.state, namespacedName)
+// held records that a changed status was held back at now.
+func (p *statusPacing) held(interval time.Duration, now time.Time) {
+	if interval > 0 && !p.last.IsZero() && p.firstUnwritten.IsZero() {
+		p.firstUnwritten = now
+	}
 }

@@ -85,77 +85,61 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 	}
 }
 
-func TestStatusPacer(t *testing.T) {
-	const key, other = "ns/web/uid-1", "ns/api/uid-2"
+func TestStatusPacing(t *testing.T) {
 	t0 := unitNow
 	for _, tc := range []struct {
 		name     string
 		interval time.Duration
-		steps    func(p *statusPacer)
+		steps    func(p *statusPacing, interval time.Duration)
 		at       time.Time
 		want     time.Duration
 	}{
-		{"never written: now", time.Second, func(*statusPacer) {}, t0, 0},
-		{"written just now: a full interval", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0, time.Second},
-		{"written 300ms ago: the rest", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
-		{"written an interval ago: now", time.Second, func(p *statusPacer) { p.wrote(key, t0) }, t0.Add(time.Second), 0},
-		{"the last write counts", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.wrote(key, t0.Add(800*time.Millisecond)) }, t0.Add(time.Second), 800 * time.Millisecond},
-		{"another PodSet's write does not count", time.Second, func(p *statusPacer) { p.wrote(other, t0) }, t0, 0},
-		{"forgotten once deleted", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.forget("ns/web") }, t0, 0},
-		{"forget leaves a namesake prefix alone", time.Second, func(p *statusPacer) { p.wrote(key, t0); p.forget("ns/we") }, t0, time.Second},
-		{"interval 0: never waits", 0, func(p *statusPacer) { p.wrote(key, t0) }, t0, 0},
+		{"never written: now", time.Second, func(*statusPacing, time.Duration) {}, t0, 0},
+		{"written just now: a full interval", time.Second, func(p *statusPacing, i time.Duration) { p.wrote(i, t0) }, t0, time.Second},
+		{"written 300ms ago: the rest", time.Second, func(p *statusPacing, i time.Duration) { p.wrote(i, t0) }, t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
+		{"written an interval ago: now", time.Second, func(p *statusPacing, i time.Duration) { p.wrote(i, t0) }, t0.Add(time.Second), 0},
+		{"the last write counts", time.Second, func(p *statusPacing, i time.Duration) { p.wrote(i, t0); p.wrote(i, t0.Add(800*time.Millisecond)) }, t0.Add(time.Second), 800 * time.Millisecond},
+		{"held back before any write: now", time.Second, func(p *statusPacing, i time.Duration) { p.held(i, t0) }, t0, 0},
+		{"interval 0: never waits", 0, func(p *statusPacing, i time.Duration) { p.wrote(i, t0) }, t0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newStatusPacer(tc.interval)
-			tc.steps(p)
-			NewWithT(t).Expect(p.wait(key, tc.at)).To(Equal(tc.want))
+			var p statusPacing
+			tc.steps(&p, tc.interval)
+			NewWithT(t).Expect(p.wait(tc.interval, tc.at)).To(Equal(tc.want))
 		})
 	}
-}
-
-func TestStatusPacerForgetsOnlyThatPodSet(t *testing.T) {
-	g := NewWithT(t)
-	p := newStatusPacer(time.Second)
-	p.wrote("ns/web/uid-1", unitNow)
-	p.wrote("ns/web/uid-2", unitNow) // a namesake recreated
-	p.wrote("ns/web-2/uid-3", unitNow)
-
-	p.forget("ns/web")
-
-	g.Expect(p.state).To(HaveLen(1))
-	g.Expect(p.state).To(HaveKey("ns/web-2/uid-3"))
 }
 
 // Pods replaced more often than the interval (each replacement a scaling
 // step) must not hold the status back for ever: the write is due one
 // interval after the first change that was not written.
-func TestStatusPacerIsBoundedUnderChurn(t *testing.T) {
+func TestStatusPacingIsBoundedUnderChurn(t *testing.T) {
 	g := NewWithT(t)
-	const key = "ns/web/uid-1"
-	p := newStatusPacer(time.Second)
-	p.wrote(key, unitNow)
+	const interval = time.Second
+	var p statusPacing
+	p.wrote(interval, unitNow)
 	t0 := unitNow.Add(5 * time.Second)
 	var firstDue time.Time
 	for i := range 20 {
 		now := t0.Add(time.Duration(i) * 300 * time.Millisecond)
-		if p.overdue(key, now) {
+		if p.overdue(interval, now) {
 			firstDue = now
 			break
 		}
-		p.scaled(key, now)
+		p.scaled(interval, now)
 	}
 	g.Expect(firstDue).NotTo(BeZero(), "a scaling step every 300ms starved the status write")
 	g.Expect(firstDue.Sub(t0)).To(BeNumerically("<=", 1200*time.Millisecond))
 
 	// A single scaling step still spaces the next write by a whole interval.
-	p.wrote(key, unitNow)
-	p.scaled(key, t0)
-	g.Expect(p.overdue(key, t0.Add(100*time.Millisecond))).To(BeFalse())
-	g.Expect(p.wait(key, t0.Add(100*time.Millisecond))).To(Equal(900 * time.Millisecond))
+	p.wrote(interval, unitNow)
+	p.scaled(interval, t0)
+	g.Expect(p.overdue(interval, t0.Add(100*time.Millisecond))).To(BeFalse())
+	g.Expect(p.wait(interval, t0.Add(100*time.Millisecond))).To(Equal(900 * time.Millisecond))
 
 	// A change held back by the pacer is bounded the same way.
-	p.wrote(key, t0)
-	p.held(key, t0.Add(500*time.Millisecond))
-	g.Expect(p.wait(key, t0.Add(600*time.Millisecond))).To(Equal(400 * time.Millisecond))
-	g.Expect(p.overdue(key, t0.Add(1500*time.Millisecond))).To(BeTrue())
+	p.wrote(interval, t0)
+	p.held(interval, t0.Add(500*time.Millisecond))
+	g.Expect(p.wait(interval, t0.Add(600*time.Millisecond))).To(Equal(400 * time.Millisecond))
+	g.Expect(p.overdue(interval, t0.Add(1500*time.Millisecond))).To(BeTrue())
 }

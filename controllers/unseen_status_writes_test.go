@@ -12,7 +12,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-func TestUnseenStatusWrites(t *testing.T) {
+func TestWrittenStatusIsKeptUntilTheCacheHasIt(t *testing.T) {
 	written := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10"}, Status: appv1alpha1.PodSetStatus{Replicas: 3}}
 	cached := func(resourceVersion string) *appv1alpha1.PodSet {
 		return &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: resourceVersion}, Status: appv1alpha1.PodSetStatus{Replicas: 5}}
@@ -28,10 +28,10 @@ func TestUnseenStatusWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			u := newUnseenStatusWrites()
-			u.wrote("k", written)
+			rec := &podSetRecord{}
+			rec.statusWritten(written)
 			ps := cached(tc.cached)
-			g.Expect(u.restore("k", ps)).To(Equal(tc.wantRestored))
+			g.Expect(rec.restoreWrittenStatus(ps)).To(Equal(tc.wantRestored))
 			if tc.wantRestored {
 				g.Expect(ps.Status).To(Equal(written.Status))
 				g.Expect(ps.ResourceVersion).To(Equal(tc.cached))
@@ -39,34 +39,27 @@ func TestUnseenStatusWrites(t *testing.T) {
 				g.Expect(ps.Status.Replicas).To(BeEquivalentTo(5))
 			}
 			other := cached(tc.cached)
-			g.Expect(u.restore("other", other)).To(BeFalse())
+			g.Expect((&podSetRecord{}).restoreWrittenStatus(other)).To(BeFalse())
 			g.Expect(other.Status.Replicas).To(BeEquivalentTo(5))
 		})
 	}
 
 	t.Run("a write the cache has caught up with is forgotten", func(t *testing.T) {
 		g := NewWithT(t)
-		u := newUnseenStatusWrites()
-		u.wrote("ns/web/uid", written)
-		g.Expect(u.restore("ns/web/uid", cached("10"))).To(BeFalse())
-		g.Expect(u.restore("ns/web/uid", cached("9"))).To(BeFalse())
-	})
-	t.Run("a deleted PodSet's write is forgotten", func(t *testing.T) {
-		g := NewWithT(t)
-		u := newUnseenStatusWrites()
-		u.wrote("ns/web/uid", written)
-		u.forget("ns/web")
-		g.Expect(u.restore("ns/web/uid", cached("9"))).To(BeFalse())
+		rec := &podSetRecord{}
+		rec.statusWritten(written)
+		g.Expect(rec.restoreWrittenStatus(cached("10"))).To(BeFalse())
+		g.Expect(rec.restoreWrittenStatus(cached("9"))).To(BeFalse())
 	})
 	t.Run("the restored status is a copy", func(t *testing.T) {
 		g := NewWithT(t)
-		u := newUnseenStatusWrites()
-		u.wrote("k", written)
+		rec := &podSetRecord{}
+		rec.statusWritten(written)
 		ps := cached("9")
-		u.restore("k", ps)
+		rec.restoreWrittenStatus(ps)
 		ps.Status.Replicas = 7
 		again := cached("9")
-		u.restore("k", again)
+		rec.restoreWrittenStatus(again)
 		g.Expect(again.Status.Replicas).To(BeEquivalentTo(3))
 	})
 }
@@ -107,7 +100,7 @@ func TestReconcileDoesNotRewriteAStatusTheCacheHasNotSeen(t *testing.T) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ps), fresh)).To(Succeed())
 			g.Expect(fresh.Status.ObservedGeneration).To(BeEquivalentTo(2))
 			if !tc.remember {
-				r.unseenWrites = nil
+				r.records.lookup(client.ObjectKeyFromObject(ps)).writtenStatus = unseen[*appv1alpha1.PodSetStatus]{}
 			}
 
 			// The next reconcile reads the stale copy.

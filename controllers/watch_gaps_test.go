@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -197,18 +198,17 @@ func brokenPodWatch(r *PodSetReconciler) (recovered func()) {
 
 func TestPodCacheChecksKeepTheHighestFailureCountChecked(t *testing.T) {
 	g := NewWithT(t)
-	c := newPodCacheChecks()
-	key := "ns/web/uid"
-	g.Expect(c.upToDate(key, cacheDoubts{})).To(BeTrue())
-	g.Expect(c.upToDate(key, cacheDoubts{watchFailures: 1})).To(BeFalse())
-	c.done(key, cacheDoubts{watchFailures: 1})
-	g.Expect(c.upToDate(key, cacheDoubts{watchFailures: 1})).To(BeTrue())
+	var c podCacheCheck
+	g.Expect(c.upToDate(cacheDoubts{})).To(BeTrue())
+	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeFalse())
+	c.done(cacheDoubts{watchFailures: 1})
+	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeTrue())
 	// The watches deliver again: the failures read 0, and a check then
 	// must not forget the failure it was made after.
-	c.done(key, cacheDoubts{pauses: 1})
-	g.Expect(c.upToDate(key, cacheDoubts{pauses: 1, watchFailures: 1})).To(BeTrue())
-	g.Expect(c.upToDate(key, cacheDoubts{pauses: 1, watchFailures: 2})).To(BeFalse())
-	g.Expect(c.upToDate(key, cacheDoubts{pauses: 2, watchFailures: 1})).To(BeFalse())
+	c.done(cacheDoubts{pauses: 1})
+	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 1})).To(BeTrue())
+	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 2})).To(BeFalse())
+	g.Expect(c.upToDate(cacheDoubts{pauses: 2, watchFailures: 1})).To(BeFalse())
 }
 
 // A replica whose pod watch is down (an API server restart) and that took
@@ -235,7 +235,7 @@ func TestReconcileWhileThePodWatchIsDownReplacesPodsItsCacheStillHolds(t *testin
 	ps := unitPodSet(3)
 	pods := ownedPods(ps, 3)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods[:1])...)
-	r.statusPacer = newStatusPacer(0)
+	r.StatusWriteInterval = 0
 	brokenPodWatch(r)
 
 	_, err := reconcileOnce(r, ps)
@@ -252,11 +252,10 @@ func TestReconcileChecksThePodCacheOncePerWatchFailure(t *testing.T) {
 	pods := ownedPods(ps, 3)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	recovered := brokenPodWatch(r)
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
 
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.cacheChecks.upToDate(key, r.cacheDoubts())).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
 	reader := r.APIReader
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, ps)
@@ -265,16 +264,16 @@ func TestReconcileChecksThePodCacheOncePerWatchFailure(t *testing.T) {
 	// Delivering again: a PodSet never checked (a standby's) does not
 	// check either.
 	recovered()
-	r.cacheChecks = newPodCacheChecks()
+	r.records.forget(client.ObjectKeyFromObject(ps))
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// A new failure is checked after, once.
 	r.APIReader = reader
 	brokenPodWatch(r)
-	g.Expect(r.cacheChecks.upToDate(key, r.cacheDoubts())).To(BeFalse())
+	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeFalse())
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.cacheChecks.upToDate(key, r.cacheDoubts())).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
 }

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// podSetRecord is what the reconciler remembers about one PodSet from one
+// reconcile to the next. A reconcile acts on its cache, and the cache lags
+// the API server: each field keeps something the cache cannot tell yet,
+// and says when it stops mattering.
+//
+// A record belongs to one PodSet object: it is found by namespace/name and
+// started afresh when a namesake with another UID takes that name, so a
+// re-created PodSet never inherits its predecessor's memory. When the
+// PodSet is gone, forgetting its record forgets all of it at once.
+//
+// Only the reconcile of its PodSet uses a record, and controller-runtime
+// never runs two reconciles of one PodSet at once, so the fields a
+// reconcile reads and writes itself need no lock. The two that goroutines
+// started by a reconcile may set after it returned (namespaceTerminating,
+// recentRevision) guard themselves.
+type podSetRecord struct {
+	uid types.UID
+
+	// statusPacing spaces the PodSet's progress writes (status_pacing.go).
+	statusPacing statusPacing
+	// writtenStatus is the last status the reconciler wrote, until the
+	// cache shows that write (unseen_status_writes.go).
+	writtenStatus unseen[*appv1alpha1.PodSetStatus]
+	// podSetRead is the PodSet as read from the API server while the
+	// PodSet watch was down, until the cache shows it; podSetReadAfter is
+	// the count of PodSet watch failures it was read after
+	// (podset_cache_check.go).
+	podSetRead      unseen[*appv1alpha1.PodSet]
+	podSetReadAfter uint64
+	// podCache is what the last checks of the PodSet's pod cache found
+	// (pod_cache_check.go).
+	podCache podCacheCheck
+	// recentRevision is the revision the reconciler created last, until the
+	// cache shows it (revisions.go).
+	recentRevision recentRevision
+	// namespaceTerminating is set once a create found the PodSet's
+	// namespace being deleted: it creates nothing more (scaling.go).
+	namespaceTerminating atomic.Bool
+}
+
+// podSetRecords holds the record of every PodSet the reconciler has seen
+// and not yet found gone.
+type podSetRecords struct {
+	mu     sync.Mutex
+	byName map[types.NamespacedName]*podSetRecord
+}
+
+func newPodSetRecords() *podSetRecords {
+	return &podSetRecords{byName: map[types.NamespacedName]*podSetRecord{}}
+}
+
+// of returns ps's record, a new one when none is kept or when the one kept
+// was a namesake's.
+func (rs *podSetRecords) of(ps *appv1alpha1.PodSet) *podSetRecord {
+	nn := types.NamespacedName{Namespace: ps.Namespace, Name: ps.Name}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rec, ok := rs.byName[nn]
+	if !ok || rec.uid != ps.UID {
+		rec = &podSetRecord{uid: ps.UID}
+		rs.byName[nn] = rec
+	}
+	return rec
+}
+
+// lookup returns the record kept for namespace/name, or nil.
+func (rs *podSetRecords) lookup(nn types.NamespacedName) *podSetRecord {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.byName[nn]
+}
+
+// forget drops the record of the PodSet namespace/name, which is gone.
+func (rs *podSetRecords) forget(nn types.NamespacedName) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.byName, nn)
+}
+
+// unseen holds a PodSet (or part of one) that the reconciler wrote to or
+// read from the API server, with the resourceVersion it had there, until
+// the cache shows that version or a later one. Until then it is newer than
+// what the cache holds, and the reconcile starts from it instead.
+type unseen[T any] struct {
+	resourceVersion string
+	value           T
+	held            bool
+}
+
+// hold keeps value, which the API server holds at resourceVersion.
+func (u *unseen[T]) hold(resourceVersion string, value T) {
+	*u = unseen[T]{resourceVersion: resourceVersion, value: value, held: true}
+}
+
+// newerThan returns the value held if the cache's version cached is older,
+// and drops it once the cache has caught up.
+func (u *unseen[T]) newerThan(cached string) (T, bool) {
+	if u.held && !newerVersion(u.resourceVersion, cached) {
+		*u = unseen[T]{}
+	}
+	return u.value, u.held
+}
