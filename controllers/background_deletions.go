@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"sync"
-
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // A scaling step that only deletes pods does not wait for its deletes to
@@ -42,29 +40,29 @@ import (
 type backgroundDeletions struct {
 	mu  sync.Mutex
 	ctx context.Context
-	// failures is the first error of each PodSet's last background step
-	// that failed, not yet reported, by expectations key.
-	failures map[string]error
-	// sending counts each PodSet's background steps not yet answered, and
-	// held marks those whose reconcile held back a cache check meanwhile.
-	sending map[string]int
-	held    map[string]bool
 	// stopped is set once Start's context has ended.
 	stopped  bool
 	inFlight sync.WaitGroup
-	// wake is the channel source that queues a PodSet whose background
-	// deletes failed, or whose held-back cache check may now run
-	// (SetupWithManager): no watch event will.
-	wake chan event.GenericEvent
+	// wakeUps queues a PodSet whose background deletes failed, or whose
+	// held-back cache check may now run: no watch event will.
+	wakeUps *wakeUps
 }
 
-func newBackgroundDeletions() *backgroundDeletions {
-	return &backgroundDeletions{
-		failures: map[string]error{},
-		sending:  map[string]int{},
-		held:     map[string]bool{},
-		wake:     make(chan event.GenericEvent, 1024),
-	}
+// backgroundSteps is, in a PodSet's record, what its background steps left
+// for its reconciles. The goroutine of a step and the reconciles share it.
+type backgroundSteps struct {
+	mu sync.Mutex
+	// sending counts the steps not yet answered, and held is set when a
+	// reconcile held back a cache check meanwhile.
+	sending int
+	held    bool
+	// failure is the first error of the last step that failed, not yet
+	// reported.
+	failure error
+}
+
+func newBackgroundDeletions(w *wakeUps) *backgroundDeletions {
+	return &backgroundDeletions{wakeUps: w}
 }
 
 // Start makes background deletes possible until ctx ends, then waits for
@@ -100,9 +98,10 @@ func (b *backgroundDeletions) context() context.Context {
 	return b.ctx
 }
 
-// run calls wait in the background for key's step, and then done with its
-// result. A PodSet whose cache check was held back meanwhile is queued.
-func (b *backgroundDeletions) run(key string, wait func() (int, error), done func(deleted int, err error)) {
+// run calls wait in the background for a step of the PodSet of rec, and
+// then done with its result. A PodSet whose cache check was held back
+// meanwhile is queued.
+func (b *backgroundDeletions) run(rec *podSetRecord, wait func() (int, error), done func(deleted int, err error)) {
 	b.mu.Lock()
 	if b.stopped {
 		// Shutting down: the step waits as any other, its reconcile's
@@ -111,85 +110,56 @@ func (b *backgroundDeletions) run(key string, wait func() (int, error), done fun
 		done(wait())
 		return
 	}
-	b.sending[key]++
+	steps := &rec.background
+	steps.mu.Lock()
+	steps.sending++
+	steps.mu.Unlock()
 	b.inFlight.Add(1)
 	b.mu.Unlock()
 	go func() {
 		defer b.inFlight.Done()
 		deleted, err := wait()
 		done(deleted, err)
-		b.mu.Lock()
-		if b.sending[key]--; b.sending[key] <= 0 {
-			delete(b.sending, key)
+		steps.mu.Lock()
+		steps.sending--
+		if err != nil && steps.failure == nil {
+			steps.failure = err
 		}
-		if err != nil && b.failures[key] == nil {
-			b.failures[key] = err
-		}
-		requeue := err != nil || (b.held[key] && b.sending[key] == 0)
+		requeue := err != nil || (steps.held && steps.sending == 0)
 		if requeue {
-			delete(b.held, key)
+			steps.held = false
 		}
-		ctx := b.ctx
-		b.mu.Unlock()
+		steps.mu.Unlock()
 		if requeue {
-			b.queue(ctx, key)
+			b.mu.Lock()
+			ctx := b.ctx
+			b.mu.Unlock()
+			b.wakeUps.wake(ctx, rec.name)
 		}
 	}()
 }
 
-// holdWhileSending reports whether key has background deletes not yet
-// answered. Those may not have reached the API server: a list of its pods
-// would still show the victims live, and a cache check acting on it would
-// delete more. The check is held back, and the PodSet queued again once
-// the deletes are answered.
-func (b *backgroundDeletions) holdWhileSending(key string) bool {
-	if b == nil {
+// holdWhileSending reports whether the PodSet has background deletes not
+// yet answered. Those may not have reached the API server: a list of its
+// pods would still show the victims live, and a cache check acting on it
+// would delete more. The check is held back, and the PodSet queued again
+// once the deletes are answered.
+func (bs *backgroundSteps) holdWhileSending() bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.sending == 0 {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.sending[key] == 0 {
-		return false
-	}
-	b.held[key] = true
+	bs.held = true
 	return true
 }
 
-// queue queues the PodSet of key: no watch event will.
-func (b *backgroundDeletions) queue(ctx context.Context, key string) {
-	ev, ok := podSetEvent(key)
-	if !ok {
-		return
-	}
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	select {
-	case b.wake <- ev:
-	case <-done:
-	}
-}
-
-// takeFailure returns, once, the failure of key's background deletes.
-func (b *backgroundDeletions) takeFailure(key string) error {
-	if b == nil {
-		return nil
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	err := b.failures[key]
-	delete(b.failures, key)
+// takeFailure returns, once, the failure of the PodSet's background
+// deletes.
+func (bs *backgroundSteps) takeFailure() error {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	err := bs.failure
+	bs.failure = nil
 	return err
-}
-
-// forget drops what is recorded for the PodSet namespace/name.
-func (b *backgroundDeletions) forget(namespacedName string) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	deletePodSetKeys(b.failures, namespacedName)
-	deletePodSetKeys(b.held, namespacedName)
 }

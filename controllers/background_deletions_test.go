@@ -25,7 +25,7 @@ import (
 // waited for) at the end of the test.
 func startBackground(t *testing.T, r *PodSetReconciler) *backgroundDeletions {
 	t.Helper()
-	b := newBackgroundDeletions()
+	b := newBackgroundDeletions(newWakeUps())
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -110,7 +110,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	b.inFlight.Wait()
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
 	g.Expect(r.Recorder.(*events.FakeRecorder).Events).To(Receive(ContainSubstring("Deleted 3 pods")))
-	g.Consistently(b.wake, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
+	g.Consistently(b.wakeUps.ch, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
 }
 
 // A step that also creates still waits for its deletes, so that its
@@ -148,7 +148,7 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	held.free()
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
-	g.Eventually(b.wake).Should(Receive())
+	g.Eventually(b.wakeUps.ch).Should(Receive())
 
 	err := reconcileReturns(g, r, ps)
 	g.Expect(err).To(MatchError(ContainSubstring("denied by a webhook")))
@@ -186,7 +186,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Expect(held.sent.Load()).To(BeEquivalentTo(3))
 
 	held.free()
-	g.Eventually(b.wake).Should(Receive())
+	g.Eventually(b.wakeUps.ch).Should(Receive())
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
 }
 

@@ -10,11 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// DefaultExpectationsTimeout bounds how long a PodSet waits for the informer
-// to report the pods it created or deleted. It only matters when a watch
-// event is lost; the ReplicaSet controller uses the same five minutes.
-const DefaultExpectationsTimeout = 5 * time.Minute
-
 // Expectations remembers, per PodSet, the pod creations and deletions the
 // operator has issued but not yet seen in its informer cache.
 //
@@ -73,24 +68,6 @@ type expectation struct {
 func (exp *expectation) pending() bool {
 	return exp.creations > 0 || exp.deletions.Len() > 0
 }
-
-// UncertainCreationTimeout bounds the blind wait for a pod whose create
-// failed without saying whether the pod was made (the connection broke, the
-// request timed out). If it was made, its event comes with the next watch or
-// relist; if not, no event ever comes, and the PodSet must not wait the
-// whole expectations timeout for it. Once it has passed, the PodSet compares
-// its cached pods with the API server's before it acts
-// (pod_cache_check.go), so the wait can be short: the relist after an API
-// server restart may take a minute (client-go's reflector backoff), and a
-// fixed wait long enough for it would hold every such PodSet that long.
-const UncertainCreationTimeout = 3 * time.Second
-
-// ExpectationsLagThreshold is how long a PodSet's awaited pod events may lag
-// behind its last progress before it checks its cache against the API
-// server (Lagging). The events of a healthy watch come within milliseconds,
-// tens of them under the benchmark's load; a watch broken while the writes
-// were made delivers them only with its relist, seconds to a minute later.
-const ExpectationsLagThreshold = time.Second
 
 // expectationsKey identifies one PodSet in the expectations: by UID as well
 // as name, so that a PodSet deleted and recreated under the same name never

@@ -4,19 +4,9 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
-
-// FencedRecheckInterval is when a PodSet whose reconcile the fence refused
-// is looked at again if no lease renewal has queued it sooner. Normally the
-// renewal does (fencedPodSets); this only bounds the wait should a renewal
-// be missed.
-const FencedRecheckInterval = 5 * time.Second
 
 // fencedPodSets are the PodSets whose reconcile the leader fence refused.
 // They are queued again the moment this replica renews its lease.
@@ -30,12 +20,11 @@ const FencedRecheckInterval = 5 * time.Second
 type fencedPodSets struct {
 	mu      sync.Mutex
 	waiting sets.Set[types.NamespacedName]
-	// wake is the channel source that queues a PodSet (SetupWithManager).
-	wake chan event.GenericEvent
+	wakeUps *wakeUps
 }
 
-func newFencedPodSets() *fencedPodSets {
-	return &fencedPodSets{waiting: sets.New[types.NamespacedName](), wake: make(chan event.GenericEvent, 1024)}
+func newFencedPodSets(w *wakeUps) *fencedPodSets {
+	return &fencedPodSets{waiting: sets.New[types.NamespacedName](), wakeUps: w}
 }
 
 // add records a PodSet the fence refused.
@@ -46,21 +35,13 @@ func (f *fencedPodSets) add(nn types.NamespacedName) {
 }
 
 // release queues every PodSet the fence refused. It never blocks its
-// caller (the lease renewal): the sends wait in a goroutine of their own
-// when the channel is full.
+// caller (the lease renewal).
 func (f *fencedPodSets) release() {
 	f.mu.Lock()
 	waiting := f.waiting.UnsortedList()
 	f.waiting = sets.New[types.NamespacedName]()
 	f.mu.Unlock()
-	if len(waiting) == 0 {
-		return
-	}
-	go func() {
-		for _, nn := range waiting {
-			f.wake <- event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}}
-		}
-	}()
+	f.wakeUps.wakeAll(waiting)
 }
 
 // waitForRenewal is the result of a reconcile the fence refused: the PodSet

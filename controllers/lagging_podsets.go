@@ -5,17 +5,11 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
 )
-
-// LagCheckInterval is how often the expectations are scanned for PodSets
-// whose awaited pod events lag (Expectations.TakeLagging).
-const LagCheckInterval = 250 * time.Millisecond
 
 // A PodSet that made writes waits for their events before it acts again, up
 // to DefaultExpectationsTimeout. When the pod watch breaks right as the
@@ -37,12 +31,11 @@ var lagLog = logf.Log.WithName("lagging-podsets")
 // lagQueue queues the PodSets whose expectations lag.
 type lagQueue struct {
 	expectations *Expectations
-	// wake is the channel source that queues a PodSet (SetupWithManager).
-	wake chan event.GenericEvent
+	wakeUps      *wakeUps
 }
 
-func newLagQueue(e *Expectations) *lagQueue {
-	return &lagQueue{expectations: e, wake: make(chan event.GenericEvent, 1024)}
+func newLagQueue(e *Expectations, w *wakeUps) *lagQueue {
+	return &lagQueue{expectations: e, wakeUps: w}
 }
 
 // Start scans the expectations every LagCheckInterval until ctx ends. It
@@ -66,28 +59,26 @@ func (q *lagQueue) Start(ctx context.Context) error {
 // when ctx ended first.
 func (q *lagQueue) queueLagging(ctx context.Context) bool {
 	for _, key := range q.expectations.TakeLagging() {
-		ev, ok := podSetEvent(key)
+		nn, ok := podSetOfKey(key)
 		if !ok {
 			continue
 		}
 		metrics.PodEventsLagging.Inc()
 		lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
-			"namespace", ev.Object.GetNamespace(), "name", ev.Object.GetName(), "lag", ExpectationsLagThreshold)
-		select {
-		case q.wake <- ev:
-		case <-ctx.Done():
+			"namespace", nn.Namespace, "name", nn.Name, "lag", ExpectationsLagThreshold)
+		if !q.wakeUps.wake(ctx, nn) {
 			return false
 		}
 	}
 	return true
 }
 
-// podSetEvent is the event that queues the PodSet of an expectations key
-// (namespace/name/uid, see expectationsKey; names hold no '/').
-func podSetEvent(key string) (event.GenericEvent, bool) {
+// podSetOfKey is the PodSet of an expectations key (namespace/name/uid, see
+// expectationsKey; names hold no '/').
+func podSetOfKey(key string) (types.NamespacedName, bool) {
 	parts := strings.SplitN(key, "/", 3)
 	if len(parts) != 3 {
-		return event.GenericEvent{}, false
+		return types.NamespacedName{}, false
 	}
-	return event.GenericEvent{Object: &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[1]}}}, true
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, true
 }

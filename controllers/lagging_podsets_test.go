@@ -92,16 +92,16 @@ func TestLagQueueQueuesLaggingPodSets(t *testing.T) {
 	e.ExpectCreations(expectationsKey("ns", "db", "uid-2"), 1)
 	e.CreationObserved(expectationsKey("ns", "db", "uid-2"))
 	clock = clock.Add(ExpectationsLagThreshold)
-	q := newLagQueue(e)
+	q := newLagQueue(e, newWakeUps())
 
 	g.Expect(q.queueLagging(context.Background())).To(BeTrue())
-	g.Expect(q.wake).To(HaveLen(1))
-	ev := <-q.wake
+	g.Expect(q.wakeUps.ch).To(HaveLen(1))
+	ev := <-q.wakeUps.ch
 	g.Expect(client.ObjectKeyFromObject(ev.Object)).To(Equal(client.ObjectKey{Namespace: "ns", Name: "web"}))
 
 	// A stopping manager does not block the loop on a full channel.
-	for range cap(q.wake) {
-		q.wake <- ev
+	for range cap(q.wakeUps.ch) {
+		q.wakeUps.ch <- ev
 	}
 	clock = clock.Add(time.Second)
 	e.ExpectCreations(expectationsKey("ns", "web", "uid-1"), 1)

@@ -17,19 +17,6 @@ import (
 	"github.com/example/podset-operator/controllers/rollout"
 )
 
-// PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
-// the API server looks again; each further look that finds it still behind
-// and the PodSet with nothing left to do waits twice as long, up to
-// MaxPodCacheRecheckInterval. A cache behind is one whose watch is broken,
-// and client-go's reflector may take up to a minute to relist: a thousand
-// settled PodSets listing their pods every second meanwhile would load the
-// API server for nothing. A PodSet that still converges (pods to replace, a
-// rollout step to take) looks every PodCacheRecheckInterval: each look acts.
-const (
-	PodCacheRecheckInterval    = time.Second
-	MaxPodCacheRecheckInterval = 16 * time.Second
-)
-
 // Expectations keep a PodSet from acting on a cache that has not yet seen
 // its own writes. Two situations break that guarantee, and in both a PodSet
 // acting on its cache could create pods that already exist:
@@ -153,7 +140,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	if !inDoubt && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return nil
 	}
-	if r.background.holdWhileSending(s.key) {
+	if s.record.background.holdWhileSending() {
 		// The PodSet's own deletes are still on their way: the API
 		// server's pods are no truer than the cache yet.
 		s.waitForPodCache = true

@@ -36,15 +36,13 @@ import (
 // every pod of the PodSet) costs CPU the API server needs. Events within the
 // period share one reconcile; a PodSet already queued is not delayed further.
 // The expectations are updated at once, whatever the period.
-// DefaultPodEventBatchPeriod is the default of --pod-event-batch-period.
-const DefaultPodEventBatchPeriod = 100 * time.Millisecond
-
 type podEventHandler struct {
 	expectations *Expectations
 	batchPeriod  time.Duration
-	// strays records pods that left the cache by losing their managed-by
-	// label rather than by being deleted (see stray_pods.go).
-	strays *strayPods
+	// records is where the pods that left the cache by losing their
+	// managed-by label, rather than by being deleted, are recorded for
+	// their PodSet (see stray_pods.go).
+	records *podSetRecords
 }
 
 // enqueueOwner queues the PodSet whose write this event observed: at once
@@ -139,8 +137,10 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 	}
 	// A tombstone (DeleteStateUnknown: the watch broke and a relist no
 	// longer found the pod) may hide a stray just the same.
-	if owner, _, owned := podSetOwner(pod); owned && mayBeStray(pod) && h.strays != nil {
-		h.strays.add(owner, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID)
+	if owner, uid, owned := podSetOwner(pod); owned && mayBeStray(pod) && h.records != nil {
+		if rec := h.records.ofOwner(owner, uid); rec != nil {
+			rec.strays.add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID)
+		}
 	}
 	h.deleted(pod, q)
 }

@@ -324,11 +324,14 @@ func TestPodEventHandlerRecordsStrays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			_, h, q := newPodEventHandler(t, nil, 0)
-			h.strays = newStrayPods()
+			h.records = newPodSetRecords()
 
 			h.Delete(context.Background(), event.TypedDeleteEvent[client.Object]{Object: tc.pod, DeleteStateUnknown: tc.tombstone}, q)
 
-			strays := h.strays.of(types.NamespacedName{Namespace: unitNamespace, Name: "web"})
+			var strays map[types.UID]types.NamespacedName
+			if rec := h.records.lookup(types.NamespacedName{Namespace: unitNamespace, Name: "web"}); rec != nil {
+				strays = rec.strays.list()
+			}
 			if tc.want {
 				g.Expect(strays).To(HaveKeyWithValue(tc.pod.UID, types.NamespacedName{Namespace: unitNamespace, Name: "a"}))
 			} else {

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/leaderfence"
@@ -86,8 +85,9 @@ type PodSetReconciler struct {
 
 	// records holds what the reconciler remembers about each PodSet
 	// (podset_record.go).
-	records       *podSetRecords
-	strays        *strayPods
+	records *podSetRecords
+	// wakeUps queues the PodSets that no watch event will bring.
+	wakeUps       *wakeUps
 	fenced        *fencedPodSets
 	lagging       *lagQueue
 	podWriteSlots writeSlots
@@ -172,8 +172,6 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// ownerReferences; only our bookkeeping is left to drop.
 			r.records.forget(req.NamespacedName)
 			r.Expectations.Forget(req.String())
-			r.strays.forget(req.NamespacedName)
-			r.background.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -318,17 +316,17 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
 	}
 	r.records = newPodSetRecords()
-	r.strays = newStrayPods()
-	r.fenced = newFencedPodSets()
+	r.wakeUps = newWakeUps()
+	r.fenced = newFencedPodSets(r.wakeUps)
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.fenced.release)
 	}
-	r.lagging = newLagQueue(r.Expectations)
+	r.lagging = newLagQueue(r.Expectations, r.wakeUps)
 	if err := mgr.Add(r.lagging); err != nil {
 		return err
 	}
 	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
-	r.background = newBackgroundDeletions()
+	r.background = newBackgroundDeletions(r.wakeUps)
 	if err := mgr.Add(r.background); err != nil {
 		return err
 	}
@@ -353,21 +351,16 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 			predicate.GenerationChangedPredicate{}, statusChangedPredicate()))).
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
-		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, strays: r.strays}).
+		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, records: r.records}).
 		// A revision deleted or changed by hand is recreated or corrected.
 		Owns(&appsv1.ControllerRevision{}).
 		// A quota that makes room wakes the PodSets it refused, instead of
 		// leaving them in the backoff (quota_wakeups.go).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(podSetsRefusedIn(r.Client)),
 			builder.WithPredicates(quotaMadeRoom())).
-		// The PodSets the leader fence refused, queued at the lease's
-		// renewal.
-		WatchesRawSource(source.Channel(r.fenced.wake, &handler.EnqueueRequestForObject{})).
-		// The PodSets whose awaited pod events lag (lagging_podsets.go).
-		WatchesRawSource(source.Channel(r.lagging.wake, &handler.EnqueueRequestForObject{})).
-		// The PodSets whose deletes sent in the background failed
-		// (background_deletions.go).
-		WatchesRawSource(source.Channel(r.background.wake, &handler.EnqueueRequestForObject{})).
+		// The PodSets to look at again that no watch event will bring
+		// (wakeups.go).
+		WatchesRawSource(r.wakeUps.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Named("podset").
 		Complete(r)

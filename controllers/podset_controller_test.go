@@ -63,6 +63,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 	if apiReader == nil {
 		apiReader = c
 	}
+	wakeUps := newWakeUps()
 	return &PodSetReconciler{
 		Client:              c,
 		APIReader:           apiReader,
@@ -72,8 +73,8 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Pods:                podIndexWith(t, pods),
 		StatusWriteInterval: DefaultStatusWriteInterval,
 		records:             newPodSetRecords(),
-		strays:              newStrayPods(),
-		fenced:              newFencedPodSets(),
+		wakeUps:             wakeUps,
+		fenced:              newFencedPodSets(wakeUps),
 	}, c
 }
 

@@ -21,11 +21,13 @@ import (
 //
 // Only the reconcile of its PodSet uses a record, and controller-runtime
 // never runs two reconciles of one PodSet at once, so the fields a
-// reconcile reads and writes itself need no lock. The two that goroutines
+// reconcile reads and writes itself need no lock. Those that goroutines
 // started by a reconcile may set after it returned (namespaceTerminating,
-// recentRevision) guard themselves.
+// recentRevision, background), and strays, which the pod event handler
+// records, guard themselves.
 type podSetRecord struct {
-	uid types.UID
+	name types.NamespacedName
+	uid  types.UID
 
 	// statusPacing spaces the PodSet's progress writes (status_pacing.go).
 	statusPacing statusPacing
@@ -47,6 +49,12 @@ type podSetRecord struct {
 	// namespaceTerminating is set once a create found the PodSet's
 	// namespace being deleted: it creates nothing more (scaling.go).
 	namespaceTerminating atomic.Bool
+	// strays are the PodSet's pods that left the cache by losing their
+	// managed-by label, recorded by the pod event handler (stray_pods.go).
+	strays strayPods
+	// background is what the PodSet's deletes sent in the background left
+	// for its reconciles (background_deletions.go).
+	background backgroundSteps
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen
@@ -68,7 +76,7 @@ func (rs *podSetRecords) of(ps *appv1alpha1.PodSet) *podSetRecord {
 	defer rs.mu.Unlock()
 	rec, ok := rs.byName[nn]
 	if !ok || rec.uid != ps.UID {
-		rec = &podSetRecord{uid: ps.UID}
+		rec = &podSetRecord{name: nn, uid: ps.UID}
 		rs.byName[nn] = rec
 	}
 	return rec
@@ -79,6 +87,26 @@ func (rs *podSetRecords) lookup(nn types.NamespacedName) *podSetRecord {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.byName[nn]
+}
+
+// ofOwner returns the record of the PodSet nn of UID uid, as a pod's
+// controller reference names it, for an event handler: a new one when none
+// is kept (the PodSet not reconciled yet since the operator started), and
+// nil when the one kept is a namesake's. The pod then belongs to a PodSet
+// that is gone, or that this replica has not seen yet; either way, its next
+// reconcile decides.
+func (rs *podSetRecords) ofOwner(nn types.NamespacedName, uid types.UID) *podSetRecord {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rec, ok := rs.byName[nn]
+	switch {
+	case !ok:
+		rec = &podSetRecord{name: nn, uid: uid}
+		rs.byName[nn] = rec
+	case rec.uid != uid:
+		return nil
+	}
+	return rec
 }
 
 // forget drops the record of the PodSet namespace/name, which is gone.

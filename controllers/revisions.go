@@ -346,12 +346,6 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 	return errors.Join(errs...)
 }
 
-// recentRevisionsTTL is how long a created revision that the cache does not
-// show yet is taken to exist. A cache minutes behind has lost its watch, and
-// then the careful way (a create refused as a duplicate, and a direct read)
-// is the right one.
-const recentRevisionsTTL = time.Minute
-
 // recentRevision is, in the PodSet's record, the revision this operator
 // created last, until the cache shows it. Revisions and pods come on
 // different watches: the events of a new PodSet's first pods often wake it

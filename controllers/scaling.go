@@ -46,7 +46,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	}
 	// Deletes an earlier step sent in the background failed: reported and
 	// retried (after the backoff) as if that step had waited for them.
-	if err := r.background.takeFailure(s.key); err != nil {
+	if err := s.record.background.takeFailure(); err != nil {
 		s.outcome.attempted = true
 		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
@@ -247,7 +247,7 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 	wait := r.sendDeletes(ctx, bg, ps, key, victims, nil)
 	s.outcome.attempted = false
 	s.outcome.sent += len(victims)
-	r.background.run(key, wait, func(deleted int, _ error) {
+	r.background.run(s.record, wait, func(deleted int, _ error) {
 		r.Expectations.WritesReturned(key)
 		r.deletesAnswered(bg, ps, deleted)
 	})

@@ -9,9 +9,6 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// DefaultStatusWriteInterval is the default of --status-write-interval.
-const DefaultStatusWriteInterval = time.Second
-
 // statusWriteCanWait reports whether a status write can be left to the next
 // reconcile: this one has just created or deleted pods, all successfully, so
 // the counts it would write are already outdated, and the watch events of

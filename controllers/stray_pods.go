@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,51 +35,36 @@ import (
 // its controller reference until the label returns (it is then adopted back
 // and the PodSet scales down to spec.replicas) or the PodSet is deleted (the
 // garbage collector deletes it).
+//
+// It is part of the PodSet's record, shared by the pod event handler and
+// the reconciles.
 type strayPods struct {
 	mu    sync.Mutex
-	byPod map[types.NamespacedName]map[types.UID]types.NamespacedName
+	byUID map[types.UID]types.NamespacedName
 }
 
-func newStrayPods() *strayPods {
-	return &strayPods{byPod: map[types.NamespacedName]map[types.UID]types.NamespacedName{}}
-}
-
-// add records that pod (uid) of podSet left the cache without being deleted.
-func (s *strayPods) add(podSet, pod types.NamespacedName, uid types.UID) {
+// add records that pod (uid) left the cache without being deleted.
+func (s *strayPods) add(pod types.NamespacedName, uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.byPod[podSet] == nil {
-		s.byPod[podSet] = map[types.UID]types.NamespacedName{}
+	if s.byUID == nil {
+		s.byUID = map[types.UID]types.NamespacedName{}
 	}
-	s.byPod[podSet][uid] = pod
+	s.byUID[uid] = pod
 }
 
-// of returns podSet's strays.
-func (s *strayPods) of(podSet types.NamespacedName) map[types.UID]types.NamespacedName {
+// list returns the strays recorded.
+func (s *strayPods) list() map[types.UID]types.NamespacedName {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[types.UID]types.NamespacedName, len(s.byPod[podSet]))
-	for uid, pod := range s.byPod[podSet] {
-		out[uid] = pod
-	}
-	return out
+	return maps.Clone(s.byUID)
 }
 
 // done forgets one stray, released or no longer stray.
-func (s *strayPods) done(podSet types.NamespacedName, uid types.UID) {
+func (s *strayPods) done(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byPod[podSet], uid)
-	if len(s.byPod[podSet]) == 0 {
-		delete(s.byPod, podSet)
-	}
-}
-
-// forget drops what is recorded for a PodSet that is gone.
-func (s *strayPods) forget(podSet types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byPod, podSet)
+	delete(s.byUID, uid)
 }
 
 // mayBeStray reports whether a pod the informer reports deleted may in fact
@@ -97,14 +83,14 @@ func mayBeStray(pod *corev1.Pod) bool {
 // the reconcile stops here: a replacement created before would make one owned
 // live pod too many.
 func (r *PodSetReconciler) releaseStrays(ctx context.Context, s *podSetScope) error {
-	key := types.NamespacedName{Namespace: s.podSet.Namespace, Name: s.podSet.Name}
+	strays := &s.record.strays
 	var errs []error
-	for uid, name := range r.strays.of(key) {
+	for uid, name := range strays.list() {
 		pod := &corev1.Pod{}
 		err := r.APIReader.Get(ctx, name, pod)
 		switch {
 		case apierrors.IsNotFound(err):
-			r.strays.done(key, uid)
+			strays.done(uid)
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("reading stray pod %s: %w", name.Name, err))
@@ -115,14 +101,14 @@ func (r *PodSetReconciler) releaseStrays(ctx context.Context, s *podSetScope) er
 			operand.Selector(s.podSet).Matches(labels.Set(pod.Labels)) {
 			// Gone, someone else's, going, or back in the cache (its
 			// label restored): nothing to release.
-			r.strays.done(key, uid)
+			strays.done(uid)
 			continue
 		}
 		if err := r.releasePod(ctx, s.podSet, pod); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.strays.done(key, uid)
+		strays.done(uid)
 	}
 	return errors.Join(errs...)
 }

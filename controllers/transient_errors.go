@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -13,20 +12,6 @@ import (
 
 	"github.com/example/podset-operator/controllers/leaderfence"
 )
-
-// TransientRetryAfter is when a reconcile that failed only because the API
-// server could not be reached, or answered that it is overloaded or
-// unavailable, is tried again.
-//
-// Such a failure says nothing about the PodSet, and the controller's
-// exponential backoff is made for failures that do (a quota that refuses
-// pods): during an API server restart of 20 s, a PodSet fails its retries
-// every few milliseconds, then seconds, and its next retry lands tens of
-// seconds after the server is back. No event wakes it earlier: after a
-// relist, unchanged pods bring no event. The fault matrix saw PodSets wait
-// minutes that way. Retrying at a fixed, short interval costs one refused
-// connection per PodSet per interval while the server is away.
-const TransientRetryAfter = 2 * time.Second
 
 // isTransient reports whether every error in err comes from the API server
 // being unreachable, restarting, overloaded or timing out, not from what was
