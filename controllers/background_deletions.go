@@ -131,6 +131,7 @@ func (b *backgroundDeletions) run(rec *podSetRecord, wait func() (int, error), d
 		}
 		steps.mu.Unlock()
 		if requeue {
+			// run is only called once Start has set the context.
 			b.mu.Lock()
 			ctx := b.ctx
 			b.mu.Unlock()

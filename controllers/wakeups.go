@@ -37,16 +37,12 @@ func (w *wakeUps) source() source.Source {
 }
 
 // wake queues the PodSet nn, waiting while the buffer is full until ctx
-// ends (nil: no end); it reports false when ctx ended first.
+// ends; it reports false when ctx ended first.
 func (w *wakeUps) wake(ctx context.Context, nn types.NamespacedName) bool {
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
 	select {
 	case w.ch <- podSetEvent(nn):
 		return true
-	case <-done:
+	case <-ctx.Done():
 		return false
 	}
 }
@@ -59,7 +55,7 @@ func (w *wakeUps) wakeAll(nns []types.NamespacedName) {
 	}
 	go func() {
 		for _, nn := range nns {
-			w.wake(nil, nn)
+			w.wake(context.Background(), nn)
 		}
 	}()
 }
