@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 // startBackground gives r running background deletions, stopped (and
@@ -102,7 +103,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the three deletions are expected")
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse())
 
@@ -170,7 +171,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
 	lists.Reader = c
 	clock := time.Now()
-	r.Expectations.now = func() time.Time { return clock }
+	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
 	b := startBackground(t, r)
 	held := holdDeletes(t, r, c)
 
@@ -178,7 +179,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
 	// The deletes take long enough for their events to count as lagging.
 	clock = clock.Add(ExpectationsLagThreshold)
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.Lagging(key)).To(BeTrue())
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())

@@ -2,12 +2,11 @@ package controllers
 
 import (
 	"context"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/metrics"
 )
 
@@ -30,11 +29,11 @@ var lagLog = logf.Log.WithName("lagging-podsets")
 
 // lagQueue queues the PodSets whose expectations lag.
 type lagQueue struct {
-	expectations *Expectations
+	expectations *consistency.Expectations
 	wakeUps      *wakeUps
 }
 
-func newLagQueue(e *Expectations, w *wakeUps) *lagQueue {
+func newLagQueue(e *consistency.Expectations, w *wakeUps) *lagQueue {
 	return &lagQueue{expectations: e, wakeUps: w}
 }
 
@@ -59,7 +58,7 @@ func (q *lagQueue) Start(ctx context.Context) error {
 // when ctx ended first.
 func (q *lagQueue) queueLagging(ctx context.Context) bool {
 	for _, key := range q.expectations.TakeLagging() {
-		nn, ok := podSetOfKey(key)
+		nn, ok := consistency.PodSetOfKey(key)
 		if !ok {
 			continue
 		}
@@ -71,14 +70,4 @@ func (q *lagQueue) queueLagging(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-// podSetOfKey is the PodSet of an expectations key (namespace/name/uid, see
-// expectationsKey; names hold no '/').
-func podSetOfKey(key string) (types.NamespacedName, bool) {
-	parts := strings.SplitN(key, "/", 3)
-	if len(parts) != 3 {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, true
 }

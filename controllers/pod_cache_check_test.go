@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
@@ -64,8 +65,8 @@ func TestReconcileActsOnTheAPIServerWhenTheCacheIsBehindUncertainCreations(t *te
 	// The API server made all three pods; the cache has seen one.
 	r, c := unitReconciler(t, pods[:1], nil, asObjects(ps, pods)...)
 	clock := time.Now()
-	r.Expectations.now = func() time.Time { return clock }
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	r.Expectations.ExpectCreations(key, 3)
 	r.Expectations.CreationObserved(key)
 	r.Expectations.CreationUncertain(key)
@@ -108,8 +109,8 @@ func TestReconcileCreatesWhatUncertainCreationsDidNotMake(t *testing.T) {
 	pods := ownedPods(ps, 1)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	clock := time.Now()
-	r.Expectations.now = func() time.Time { return clock }
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	r.Expectations.ExpectCreations(key, 3)
 	r.Expectations.CreationObserved(key)
 	r.Expectations.CreationUncertain(key)
@@ -179,7 +180,7 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	clock := unitNow
 	f := leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return clock }))
 	r.Fence = f
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	r.Expectations.ExpectCreations(key, 1)
 
 	clock = clock.Add(20 * time.Second) // paused

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 // podEventHandler turns pod events into PodSet reconciles, like Owns(Pod)
@@ -37,7 +38,7 @@ import (
 // period share one reconcile; a PodSet already queued is not delayed further.
 // The expectations are updated at once, whatever the period.
 type podEventHandler struct {
-	expectations *Expectations
+	expectations *consistency.Expectations
 	batchPeriod  time.Duration
 	// records is where the pods that left the cache by losing their
 	// managed-by label, rather than by being deleted, are recorded for
@@ -85,7 +86,7 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 		return
 	}
 	if owner, uid, ok := podSetOwner(pod); ok {
-		fulfilled := h.expectations.PodCreationObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
+		fulfilled := h.expectations.PodCreationObserved(consistency.Key(owner.Namespace, owner.Name, uid), pod.UID)
 		h.enqueueOwner(q, owner, fulfilled)
 		return
 	}
@@ -155,7 +156,7 @@ func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[c
 
 func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
 	if owner, uid, ok := podSetOwner(pod); ok {
-		fulfilled := h.expectations.DeletionObserved(expectationsKey(owner.Namespace, owner.Name, uid), pod.UID)
+		fulfilled := h.expectations.DeletionObserved(consistency.Key(owner.Namespace, owner.Name, uid), pod.UID)
 		h.enqueueOwner(q, owner, fulfilled)
 	}
 }

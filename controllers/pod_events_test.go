@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 // webKey is the expectations key of the PodSet ns/web the events concern.
@@ -28,14 +29,14 @@ func TestPodEventHandler(t *testing.T) {
 
 	tests := []struct {
 		name          string
-		expect        func(*Expectations)
+		expect        func(*consistency.Expectations)
 		events        func(context.Context, *podEventHandler, queue)
 		wantQueue     []reconcile.Request
 		wantSatisfied bool
 	}{
 		{
 			name:   "create of owned pods observes each creation and queues the owner",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 2) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(owned("a")), q)
 				h.Create(ctx, createEvent(owned("b")), q)
@@ -45,7 +46,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "one create observes one creation",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 2) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(owned("a")), q)
 			},
@@ -54,7 +55,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "create of an orphan carrying a PodSet's name queues it, without counting as a creation",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(unitPod("a", withPodLabels(webLabel))), q)
 			},
@@ -63,7 +64,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "create of an orphan without the label queues nothing",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue}))), q)
 			},
@@ -71,7 +72,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "create of a Deployment's pod queues nothing",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(unitPod("a", controlledBy("apps/v1", "ReplicaSet", "web"))), q)
 				h.Create(ctx, createEvent(unitPod("b", controlledBy("apps/v1", "Deployment", "web"))), q)
@@ -80,7 +81,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "create of a pod controlled by a PodSet of another API group queues nothing",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(unitPod("a", controlledBy("other.example.com/v1", "PodSet", "web"))), q)
 			},
@@ -88,7 +89,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "create of an owned pod already terminating observes its deletion, not a creation",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(owned("a", terminatingSince(unitNow))), q)
 			},
@@ -97,7 +98,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "update setting deletionTimestamp observes the deletion",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(owned("a"), owned("a", newerResourceVersion(), terminatingSince(unitNow))), q)
 			},
@@ -106,7 +107,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "deletionTimestamp then delete event observe one deletion, not two",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid", "b-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid", "b-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				terminating := owned("a", newerResourceVersion(), terminatingSince(unitNow))
 				h.Update(ctx, updateEvent(owned("a"), terminating), q)
@@ -117,7 +118,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "update with the same resourceVersion does nothing",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(owned("a"), owned("a", terminatingSince(unitNow))), q)
 			},
@@ -125,7 +126,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "update of an owned pod queues its owner, leaving expectations alone",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Update(ctx, updateEvent(owned("a"), owned("a", newerResourceVersion(), readySince(unitNow))), q)
 			},
@@ -154,7 +155,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "delete of an owned pod observes its deletion",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: owned("a")}, q)
 			},
@@ -163,7 +164,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "delete of another PodSet's pod observes nothing for this one",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: unitPod("a", controlledByPodSet("other"))}, q)
 			},
@@ -172,7 +173,7 @@ func TestPodEventHandler(t *testing.T) {
 		},
 		{
 			name:   "events for objects that are not pods are ignored",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 1) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 1) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				cm := &corev1.ConfigMap{}
 				cm.Namespace, cm.Name = unitNamespace, "web"
@@ -204,8 +205,8 @@ func TestPodEventHandler(t *testing.T) {
 
 // newPodEventHandler returns a handler with fresh expectations, set up by
 // expect when not nil, and the queue it fills.
-func newPodEventHandler(t *testing.T, expect func(*Expectations), batchPeriod time.Duration) (*Expectations, *podEventHandler, queue) {
-	e := NewExpectations(time.Hour)
+func newPodEventHandler(t *testing.T, expect func(*consistency.Expectations), batchPeriod time.Duration) (*consistency.Expectations, *podEventHandler, queue) {
+	e := consistency.NewExpectations(consistency.Timeouts{Expectations: time.Hour, UncertainCreation: UncertainCreationTimeout, LagThreshold: ExpectationsLagThreshold})
 	if expect != nil {
 		expect(e)
 	}
@@ -249,14 +250,14 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		expect func(*Expectations)
+		expect func(*consistency.Expectations)
 		events func(context.Context, *podEventHandler, queue)
 		// atOnce: the PodSet is queued without waiting for the period.
 		atOnce bool
 	}{
 		{
 			name:   "creations the PodSet still waits for more of: after the period, once",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 3) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 3) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(owned("a")), q)
 				h.Create(ctx, createEvent(owned("b")), q)
@@ -271,7 +272,7 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 		},
 		{
 			name:   "the last creation the PodSet waited for: at once",
-			expect: func(e *Expectations) { e.ExpectCreations(webKey, 2) },
+			expect: func(e *consistency.Expectations) { e.ExpectCreations(webKey, 2) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Create(ctx, createEvent(owned("a")), q)
 				h.Create(ctx, createEvent(owned("b")), q)
@@ -280,7 +281,7 @@ func TestPodEventHandlerBatchesEvents(t *testing.T) {
 		},
 		{
 			name:   "the last deletion the PodSet waited for: at once",
-			expect: func(e *Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
+			expect: func(e *consistency.Expectations) { e.ExpectDeletions(webKey, []types.UID{"a-uid"}) },
 			events: func(ctx context.Context, h *podEventHandler, q queue) {
 				h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: owned("a")}, q)
 			},

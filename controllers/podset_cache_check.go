@@ -27,7 +27,7 @@ import (
 // kept until the cache has caught up. Otherwise it costs nothing.
 func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s *podSetScope) error {
 	rec := s.record
-	if read, ok := rec.podSetRead.newerThan(s.podSet.ResourceVersion); ok {
+	if read, ok := rec.podSetRead.NewerThan(s.podSet.ResourceVersion); ok {
 		r.actOn(s, read.DeepCopy())
 	}
 	failures := r.WatchGaps.podSetFailures()
@@ -39,7 +39,7 @@ func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s 
 		return err
 	}
 	rec.podSetReadAfter = max(rec.podSetReadAfter, failures)
-	rec.podSetRead.hold(fresh.ResourceVersion, fresh.DeepCopy())
+	rec.podSetRead.Hold(fresh.ResourceVersion, fresh.DeepCopy())
 	r.actOn(s, fresh)
 	return nil
 }

@@ -42,32 +42,12 @@ func TestReconcileWhileThePodSetWatchIsDownActsOnTheAPIServersSpec(t *testing.T)
 	// not repeated (once per failure), and what it read still rules: the
 	// stale copy's 3 replicas would create 2 pods again.
 	r.Pods = podIndexWith(t, pods[:1])
-	r.Expectations = NewExpectations(DefaultExpectationsTimeout)
+	r.Expectations = newExpectations()
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, cached)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(1), "the PodSet went back to its stale copy")
 	g.Expect(statusOf(g, c, cached).ObservedGeneration).To(Equal(int64(2)))
-}
-
-func TestPodSetReadsAreKeptUntilTheCacheHasThem(t *testing.T) {
-	g := NewWithT(t)
-	var read unseen[*appv1alpha1.PodSet]
-	cached := unitPodSet(3)
-	cached.ResourceVersion = "10"
-	fresh := cached.DeepCopy()
-	fresh.ResourceVersion = "20"
-	fresh.Spec.Replicas = ptr.To[int32](1)
-	_, ok := read.newerThan(cached.ResourceVersion)
-	g.Expect(ok).To(BeFalse())
-	read.hold(fresh.ResourceVersion, fresh)
-	got, ok := read.newerThan(cached.ResourceVersion)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(got.Spec.Replicas).To(HaveValue(Equal(int32(1))))
-	_, ok = read.newerThan("21")
-	g.Expect(ok).To(BeFalse(), "the cache caught up")
-	_, ok = read.newerThan(cached.ResourceVersion)
-	g.Expect(ok).To(BeFalse(), "forgotten once the cache had it")
 }
 
 // Deleted, or replaced by a namesake, while the watch was down: nothing is

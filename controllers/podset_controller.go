@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
 )
@@ -57,7 +58,7 @@ type PodSetReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Expectations is shared with the pod event handler.
-	Expectations *Expectations
+	Expectations *consistency.Expectations
 	// Pods finds the PodSet's pods in the manager's cache; it must be the
 	// PodIndex given to CacheOptions.
 	Pods *PodIndex
@@ -181,7 +182,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if r.fenceAllows() != nil {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
 	}
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	rec := r.records.of(ps)
 	// The cache may not have this PodSet's last status write yet; the API
 	// server has it, and it is what the new status is computed against.
@@ -313,7 +314,7 @@ func (r *PodSetReconciler) burstReplicas() int {
 // SetupWithManager registers the reconciler, its pod indexes and its watches.
 func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Expectations == nil {
-		r.Expectations = NewExpectations(DefaultExpectationsTimeout)
+		r.Expectations = newExpectations()
 	}
 	r.records = newPodSetRecords()
 	r.wakeUps = newWakeUps()

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
 )
@@ -69,7 +70,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		APIReader:           apiReader,
 		Scheme:              testScheme,
 		Recorder:            events.NewFakeRecorder(100),
-		Expectations:        NewExpectations(DefaultExpectationsTimeout),
+		Expectations:        newExpectations(),
 		Pods:                podIndexWith(t, pods),
 		StatusWriteInterval: DefaultStatusWriteInterval,
 		records:             newPodSetRecords(),
@@ -181,7 +182,7 @@ func TestReconcileWithPartialCreates(t *testing.T) {
 
 	g.Expect(err).To(MatchError(ContainSubstring("exceeded quota")))
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the two created pods are still expected")
 	r.Expectations.CreationObserved(key)
 	g.Expect(r.Expectations.CreationObserved(key)).To(BeTrue(), "only the two created pods were expected")
@@ -241,7 +242,7 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent after the namespace was seen terminating")
-	g.Expect(r.Expectations.ExpiresIn(expectationsKey(ps.Namespace, ps.Name, ps.UID))).To(BeZero(), "refused creates are still expected")
+	g.Expect(r.Expectations.ExpiresIn(consistency.Key(ps.Namespace, ps.Name, ps.UID))).To(BeZero(), "refused creates are still expected")
 
 	// The namespace controller now deletes the pods, each deletion waking
 	// the PodSet: the namespace cannot come back, and no create is sent.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 // podSetRecord is what the reconciler remembers about one PodSet from one
@@ -33,12 +34,12 @@ type podSetRecord struct {
 	statusPacing statusPacing
 	// writtenStatus is the last status the reconciler wrote, until the
 	// cache shows that write (unseen_status_writes.go).
-	writtenStatus unseen[*appv1alpha1.PodSetStatus]
+	writtenStatus consistency.Unseen[*appv1alpha1.PodSetStatus]
 	// podSetRead is the PodSet as read from the API server while the
 	// PodSet watch was down, until the cache shows it; podSetReadAfter is
 	// the count of PodSet watch failures it was read after
 	// (podset_cache_check.go).
-	podSetRead      unseen[*appv1alpha1.PodSet]
+	podSetRead      consistency.Unseen[*appv1alpha1.PodSet]
 	podSetReadAfter uint64
 	// podCache is what the last checks of the PodSet's pod cache found
 	// (pod_cache_check.go).
@@ -114,28 +115,4 @@ func (rs *podSetRecords) forget(nn types.NamespacedName) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	delete(rs.byName, nn)
-}
-
-// unseen holds a PodSet (or part of one) that the reconciler wrote to or
-// read from the API server, with the resourceVersion it had there, until
-// the cache shows that version or a later one. Until then it is newer than
-// what the cache holds, and the reconcile starts from it instead.
-type unseen[T any] struct {
-	resourceVersion string
-	value           T
-	held            bool
-}
-
-// hold keeps value, which the API server holds at resourceVersion.
-func (u *unseen[T]) hold(resourceVersion string, value T) {
-	*u = unseen[T]{resourceVersion: resourceVersion, value: value, held: true}
-}
-
-// newerThan returns the value held if the cache's version cached is older,
-// and drops it once the cache has caught up.
-func (u *unseen[T]) newerThan(cached string) (T, bool) {
-	if u.held && !newerVersion(u.resourceVersion, cached) {
-		*u = unseen[T]{}
-	}
-	return u.value, u.held
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -68,7 +69,7 @@ func TestClaimRevisions(t *testing.T) {
 
 	g := NewWithT(t)
 	r, c := unitReconciler(t, nil, nil, ps, own, orphan, foreign, relabelled, terminating, otherPodSets)
-	s := &podSetScope{podSet: ps, key: expectationsKey(ps.Namespace, ps.Name, ps.UID)}
+	s := &podSetScope{podSet: ps, key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
 
 	g.Expect(r.claimRevisions(context.Background(), s)).To(Succeed())
 
@@ -120,7 +121,7 @@ func TestClaimRevisionsAdoptsNothingForAPodSetThatIsGone(t *testing.T) {
 				builder = builder.WithObjects(fresh)
 			}
 			r, c := unitReconciler(t, nil, builder.Build(), ps, orphan)
-			s := &podSetScope{podSet: ps, key: expectationsKey(ps.Namespace, ps.Name, ps.UID)}
+			s := &podSetScope{podSet: ps, key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
 
 			g.Expect(r.claimRevisions(context.Background(), s)).To(Succeed())
 

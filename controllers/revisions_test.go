@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -178,7 +179,7 @@ func TestRevisionCreatedButNotYetCachedIsNotCreatedAgain(t *testing.T) {
 		cached = append(cached, &pod)
 	}
 	r.Pods = podIndexWith(t, cached)
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	for range cached {
 		r.Expectations.CreationObserved(key)
 	}

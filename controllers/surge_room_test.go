@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 func TestSurgeRoom(t *testing.T) {
@@ -131,6 +132,6 @@ func TestARollingStepSkipsTheCreationsOfFailedDeletes(t *testing.T) {
 	failure := meta.FindStatusCondition(statusOf(g, c, ps).Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(failure).NotTo(BeNil())
 	g.Expect(failure.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
-	key := expectationsKey(ps.Namespace, ps.Name, ps.UID)
+	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.Satisfied(key)).To(BeFalse(), "the creation and deletion made are awaited")
 }

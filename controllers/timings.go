@@ -1,6 +1,10 @@
 package controllers
 
-import "time"
+import (
+	"time"
+
+	"github.com/example/podset-operator/controllers/consistency"
+)
 
 // The reconciler's timings, in one place. Each says what it bounds and why
 // it has its value; the file named beside each is where it is used. The
@@ -24,7 +28,7 @@ const DefaultPodEventBatchPeriod = 100 * time.Millisecond
 // to report the pods it created or deleted. It only matters when a watch
 // event is lost; the ReplicaSet controller uses the same five minutes.
 //
-// Used in expectations.go.
+// Used by the expectations (package consistency, see newExpectations).
 const DefaultExpectationsTimeout = 5 * time.Minute
 
 // How long a PodSet waits for its own writes to show in the cache.
@@ -39,7 +43,7 @@ const DefaultExpectationsTimeout = 5 * time.Minute
 // server restart may take a minute (client-go's reflector backoff), and a
 // fixed wait long enough for it would hold every such PodSet that long.
 //
-// Used in expectations.go.
+// Used by the expectations (package consistency, see newExpectations).
 const UncertainCreationTimeout = 3 * time.Second
 
 // ExpectationsLagThreshold is how long a PodSet's awaited pod events may lag
@@ -48,7 +52,7 @@ const UncertainCreationTimeout = 3 * time.Second
 // tens of them under the benchmark's load; a watch broken while the writes
 // were made delivers them only with its relist, seconds to a minute later.
 //
-// Used in expectations.go.
+// Used by the expectations (package consistency, see newExpectations).
 const ExpectationsLagThreshold = time.Second
 
 // LagCheckInterval is how often the expectations are scanned for PodSets
@@ -105,3 +109,13 @@ const FencedRecheckInterval = 5 * time.Second
 //
 // Used in transient_errors.go.
 const TransientRetryAfter = 2 * time.Second
+
+// newExpectations returns the reconciler's expectations, with the timings
+// above.
+func newExpectations(opts ...consistency.Option) *consistency.Expectations {
+	return consistency.NewExpectations(consistency.Timeouts{
+		Expectations:      DefaultExpectationsTimeout,
+		UncertainCreation: UncertainCreationTimeout,
+		LagThreshold:      ExpectationsLagThreshold,
+	}, opts...)
+}

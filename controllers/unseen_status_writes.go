@@ -28,14 +28,14 @@ import (
 
 // statusWritten records the PodSet a status write returned.
 func (rec *podSetRecord) statusWritten(written *appv1alpha1.PodSet) {
-	rec.writtenStatus.hold(written.ResourceVersion, written.Status.DeepCopy())
+	rec.writtenStatus.Hold(written.ResourceVersion, written.Status.DeepCopy())
 }
 
 // restoreWrittenStatus gives ps, read from the cache or the API server, the
 // status last written when that copy does not have the write yet, and
 // reports whether it did.
 func (rec *podSetRecord) restoreWrittenStatus(ps *appv1alpha1.PodSet) bool {
-	status, ok := rec.writtenStatus.newerThan(ps.ResourceVersion)
+	status, ok := rec.writtenStatus.NewerThan(ps.ResourceVersion)
 	if ok {
 		ps.Status = *status.DeepCopy()
 	}

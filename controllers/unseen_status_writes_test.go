@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 func TestWrittenStatusIsKeptUntilTheCacheHasIt(t *testing.T) {
@@ -100,7 +101,7 @@ func TestReconcileDoesNotRewriteAStatusTheCacheHasNotSeen(t *testing.T) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ps), fresh)).To(Succeed())
 			g.Expect(fresh.Status.ObservedGeneration).To(BeEquivalentTo(2))
 			if !tc.remember {
-				r.records.lookup(client.ObjectKeyFromObject(ps)).writtenStatus = unseen[*appv1alpha1.PodSetStatus]{}
+				r.records.lookup(client.ObjectKeyFromObject(ps)).writtenStatus = consistency.Unseen[*appv1alpha1.PodSetStatus]{}
 			}
 
 			// The next reconcile reads the stale copy.

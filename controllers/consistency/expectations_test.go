@@ -1,30 +1,30 @@
-package controllers
+package consistency
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
-	"net/url"
-	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
 const expKey = "ns/web/uid-1"
 
+// testTimeouts are the reconciler's timings (controllers/timings.go).
+var testTimeouts = Timeouts{Expectations: 5 * time.Minute, UncertainCreation: 3 * time.Second, LagThreshold: time.Second}
+
+// newTestExpectations are expectations with testTimeouts, whose wait for
+// lost events is timeout.
+func newTestExpectations(timeout time.Duration) *Expectations {
+	t := testTimeouts
+	t.Expectations = timeout
+	return NewExpectations(t)
+}
+
 func TestExpectationsUnsetKeyIsSatisfied(t *testing.T) {
 	g := NewWithT(t)
-	e := NewExpectations(time.Minute)
+	e := newTestExpectations(time.Minute)
 
 	g.Expect(e.Satisfied(expKey)).To(BeTrue())
 
@@ -49,7 +49,7 @@ func TestExpectationsCreations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			e := NewExpectations(time.Minute)
+			e := newTestExpectations(time.Minute)
 			e.ExpectCreations(expKey, tt.expect)
 			for range tt.observed {
 				e.CreationObserved(expKey)
@@ -61,7 +61,7 @@ func TestExpectationsCreations(t *testing.T) {
 
 func TestExpectationsExtraCreationObservationsAreHarmless(t *testing.T) {
 	g := NewWithT(t)
-	e := NewExpectations(time.Minute)
+	e := newTestExpectations(time.Minute)
 
 	// Observations for a key nothing is expected of must not create an entry
 	// that a later expectation would inherit.
@@ -94,7 +94,7 @@ func TestExpectationsDeletionsAreTrackedByUID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			e := NewExpectations(time.Minute)
+			e := newTestExpectations(time.Minute)
 			e.ExpectDeletions(expKey, tt.expect)
 			for _, uid := range tt.observed {
 				e.DeletionObserved(expKey, uid)
@@ -122,8 +122,8 @@ func TestExpectationsTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			clock := unitNow
-			e := NewExpectations(timeout)
+			clock := time.Unix(1000, 0)
+			e := newTestExpectations(timeout)
 			e.now = func() time.Time { return clock }
 
 			tt.expect(e)
@@ -158,7 +158,7 @@ func TestExpectationsNewExpectationReplacesTheOld(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			e := NewExpectations(time.Minute)
+			e := newTestExpectations(time.Minute)
 			tt.first(e)
 			tt.second(e)
 			g.Expect(e.Satisfied(expKey)).To(BeFalse())
@@ -172,8 +172,8 @@ func TestExpectationsNewExpectationReplacesTheOld(t *testing.T) {
 
 func TestExpectationsNewExpectationRestartsTheTimeout(t *testing.T) {
 	g := NewWithT(t)
-	clock := unitNow
-	e := NewExpectations(time.Minute)
+	clock := time.Unix(1000, 0)
+	e := newTestExpectations(time.Minute)
 	e.now = func() time.Time { return clock }
 
 	expectOneCreation(e)
@@ -186,7 +186,7 @@ func TestExpectationsNewExpectationRestartsTheTimeout(t *testing.T) {
 
 func TestExpectationsForget(t *testing.T) {
 	g := NewWithT(t)
-	e := NewExpectations(time.Minute)
+	e := newTestExpectations(time.Minute)
 	e.ExpectCreations(expKey, 2)
 	e.ExpectCreations("ns/web/uid-0", 2) // a predecessor of the same name
 	e.ExpectCreations("ns/other/uid-2", 2)
@@ -204,7 +204,7 @@ func TestExpectationsForget(t *testing.T) {
 func TestExpectationsConcurrentCreationObserved(t *testing.T) {
 	const n = 200
 	g := NewWithT(t)
-	e := NewExpectations(time.Minute)
+	e := newTestExpectations(time.Minute)
 	e.ExpectCreations(expKey, n)
 
 	var wg sync.WaitGroup
@@ -226,8 +226,8 @@ func expectOneDeletion(e *Expectations) { e.ExpectDeletions(expKey, []types.UID{
 
 func TestExpectationsExpiresIn(t *testing.T) {
 	g := NewWithT(t)
-	clock := unitNow
-	e := NewExpectations(time.Minute)
+	clock := time.Unix(1000, 0)
+	e := newTestExpectations(time.Minute)
 	e.now = func() time.Time { return clock }
 
 	g.Expect(e.ExpiresIn(expKey)).To(BeZero(), "nothing pending")
@@ -240,7 +240,7 @@ func TestExpectationsExpiresIn(t *testing.T) {
 
 func TestExpectationsObservedReportsTheLastWrite(t *testing.T) {
 	g := NewWithT(t)
-	e := NewExpectations(time.Hour)
+	e := newTestExpectations(time.Hour)
 
 	e.ExpectCreations(expKey, 2)
 	g.Expect(e.CreationObserved(expKey)).To(BeFalse(), "one creation still pending")
@@ -258,11 +258,11 @@ func TestExpectationsObservedReportsTheLastWrite(t *testing.T) {
 
 // A create whose connection broke may have made its pod: it stays expected,
 // so that a cache that missed it does not bring a second one, but only for
-// UncertainCreationTimeout, since a pod that was not made sends no event.
+// testTimeouts.UncertainCreation, since a pod that was not made sends no event.
 func TestExpectationsUncertainCreations(t *testing.T) {
 	g := NewWithT(t)
-	clock := unitNow
-	e := NewExpectations(5 * time.Minute)
+	clock := time.Unix(1000, 0)
+	e := newTestExpectations(5 * time.Minute)
 	e.now = func() time.Time { return clock }
 	e.ExpectCreations(expKey, 3)
 	e.CreationObserved(expKey)
@@ -270,8 +270,8 @@ func TestExpectationsUncertainCreations(t *testing.T) {
 	e.CreationUncertain(expKey)
 
 	g.Expect(e.Satisfied(expKey)).To(BeFalse(), "the uncertain pods are still expected")
-	g.Expect(e.ExpiresIn(expKey)).To(Equal(UncertainCreationTimeout))
-	clock = clock.Add(UncertainCreationTimeout - time.Second)
+	g.Expect(e.ExpiresIn(expKey)).To(Equal(testTimeouts.UncertainCreation))
+	clock = clock.Add(testTimeouts.UncertainCreation - time.Second)
 	g.Expect(e.Satisfied(expKey)).To(BeFalse())
 	clock = clock.Add(time.Second)
 	g.Expect(e.Satisfied(expKey)).To(BeTrue(), "not for the whole expectations timeout")
@@ -282,32 +282,6 @@ func TestExpectationsUncertainCreations(t *testing.T) {
 	g.Expect(e.CreationObserved(expKey)).To(BeTrue())
 }
 
-func TestMayHaveReachedServer(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"EOF: the server went away mid-request", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: io.EOF}, true},
-		{"connection reset", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
-		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "create", 1), true},
-		{"connection force closed while the response was awaited", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: errors.New("http2: client connection force closed via ClientConn.Close")}, true},
-		{"client-side deadline", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: context.DeadlineExceeded}, true},
-		{"connection refused: never sent", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
-		{"connection refused, wrapped by client-go", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, false},
-		{"no route: never sent", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}}, false},
-		{"an answer: refused", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("quota")), false},
-		{"unavailable: refused", apierrors.NewServiceUnavailable("restarting"), false},
-		{"internal error: etcd may have committed the write", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
-		{"too many requests: refused before it was processed", apierrors.NewTooManyRequests("slow down", 1), false},
-		{"refused by the leader fence, as client-go wraps it: never sent", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: leaderfence.ErrFenced}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(mayHaveReachedServer(tc.err)).To(Equal(tc.want))
-		})
-	}
-}
-
 // A cache check resolves a PodSet's expectations when it finds the pods
 // the API server has. Their creation events can still reach the handler
 // after that (the informer updates its store first; a relist hands over
@@ -316,7 +290,7 @@ func TestMayHaveReachedServer(t *testing.T) {
 // pods, and create it again.
 func TestResolvedPodsDoNotCountForTheNextStep(t *testing.T) {
 	g := NewWithT(t)
-	e := NewExpectations(time.Minute)
+	e := newTestExpectations(time.Minute)
 	e.Resolve(expKey, "seen-a", "seen-b")
 	e.ExpectCreations(expKey, 2)
 

@@ -1,4 +1,10 @@
-package controllers
+// Package consistency holds what keeps the reconciler from acting on a cache
+// that has not caught up with its own writes: the expectations (the pod
+// creations and deletions a PodSet waits to see, and whether the events it
+// waits for lag), and Unseen, what was written to or read from the API
+// server until the cache shows it. It knows nothing of the reconciler; the
+// timings are the reconciler's (controllers/timings.go).
+package consistency
 
 import (
 	"strings"
@@ -6,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -24,8 +29,8 @@ import (
 // pod UID, so that the two events one deletion can produce (deletionTimestamp
 // set, then the object gone) are observed only once.
 type Expectations struct {
-	timeout time.Duration
-	now     func() time.Time
+	timeouts Timeouts
+	now      func() time.Time
 
 	mu    sync.Mutex
 	items map[string]*expectation
@@ -69,17 +74,51 @@ func (exp *expectation) pending() bool {
 	return exp.creations > 0 || exp.deletions.Len() > 0
 }
 
-// expectationsKey identifies one PodSet in the expectations: by UID as well
-// as name, so that a PodSet deleted and recreated under the same name never
-// inherits, nor is satisfied by, its predecessor's pending writes.
-func expectationsKey(namespace, name string, uid types.UID) string {
+// Timeouts are the expectations' timings.
+type Timeouts struct {
+	// Expectations bounds how long a PodSet waits for the events of its
+	// writes, should one be lost.
+	Expectations time.Duration
+	// UncertainCreation bounds the wait for a pod whose create failed
+	// without saying whether the pod was made (CreationUncertain).
+	UncertainCreation time.Duration
+	// LagThreshold is how long the awaited events may lag the writes'
+	// last progress before the PodSet is Lagging.
+	LagThreshold time.Duration
+}
+
+// Option configures Expectations.
+type Option func(*Expectations)
+
+// WithClock makes the expectations read the time from now.
+func WithClock(now func() time.Time) Option {
+	return func(e *Expectations) { e.now = now }
+}
+
+// Key identifies one PodSet in the expectations: by UID as well as name, so
+// that a PodSet deleted and recreated under the same name never inherits,
+// nor is satisfied by, its predecessor's pending writes.
+func Key(namespace, name string, uid types.UID) string {
 	return namespace + "/" + name + "/" + string(uid)
 }
 
-// NewExpectations returns an empty Expectations with the given timeout.
-func NewExpectations(timeout time.Duration) *Expectations {
-	return &Expectations{timeout: timeout, now: time.Now, items: map[string]*expectation{}, settled: map[string]sets.Set[types.UID]{},
+// PodSetOfKey is the PodSet of a Key (names hold no '/').
+func PodSetOfKey(key string) (types.NamespacedName, bool) {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) != 3 {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, true
+}
+
+// NewExpectations returns empty Expectations with the given timings.
+func NewExpectations(timeouts Timeouts, opts ...Option) *Expectations {
+	e := &Expectations{timeouts: timeouts, now: time.Now, items: map[string]*expectation{}, settled: map[string]sets.Set[types.UID]{},
 		watches: map[string]watchPosition{}}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // ExpectCreations records that n pods are about to be created for key,
@@ -143,12 +182,12 @@ func (e *Expectations) creationObservedLocked(key string) (fulfilled bool) {
 // CreationUncertain records that one expected creation of key failed in a
 // way that leaves open whether the pod exists: it stays expected, so that a
 // cache that has not seen it yet does not make the PodSet create it again,
-// but for at most UncertainCreationTimeout.
+// but for at most Timeouts.UncertainCreation.
 func (e *Expectations) CreationUncertain(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if exp, ok := e.items[key]; ok && exp.uncertainUntil.IsZero() {
-		exp.uncertainUntil = e.now().Add(UncertainCreationTimeout)
+		exp.uncertainUntil = e.now().Add(e.timeouts.UncertainCreation)
 	}
 }
 
@@ -176,7 +215,7 @@ func (e *Expectations) progressedLocked(exp *expectation) {
 func (e *Expectations) CreationReturned(key, version string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if exp, ok := e.items[key]; ok && newerVersion(version, exp.createdVersion) {
+	if exp, ok := e.items[key]; ok && NewerVersion(version, exp.createdVersion) {
 		exp.createdVersion = version
 	}
 }
@@ -187,23 +226,11 @@ func (e *Expectations) PodEventSeen(namespace, version string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w := e.watches[namespace]
-	if newerVersion(version, w.resourceVersion) {
+	if NewerVersion(version, w.resourceVersion) {
 		w.resourceVersion = version
 	}
 	w.at = e.now()
 	e.watches[namespace] = w
-}
-
-// newerVersion reports whether resourceVersion a is newer than b, a version
-// that is not an integer (none is, or b is empty) being never newer.
-// Versions compare by number since Kubernetes 1.35 (KEP-5504), for objects
-// of one resource.
-func newerVersion(a, b string) bool {
-	if b == "" {
-		return a != ""
-	}
-	c, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && c > 0
 }
 
 // WritesReturned records that every write of key's current step has
@@ -219,11 +246,11 @@ func (e *Expectations) WritesReturned(key string) {
 }
 
 // Lagging reports whether key waits for writes that have shown no progress
-// for ExpectationsLagThreshold: every write returned, and none of the
+// for Timeouts.LagThreshold: every write returned, and none of the
 // events still awaited came since. Events normally follow their write within
 // milliseconds; when they do not, the pod watch is likely broken, and the
 // PodSet compares its cache with the API server rather than wait for a
-// relist that client-go may put off for a minute (see pod_cache_check.go).
+// relist that client-go may put off for a minute (the reconciler's pod cache check).
 func (e *Expectations) Lagging(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -232,7 +259,7 @@ func (e *Expectations) Lagging(key string) bool {
 }
 
 func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time) bool {
-	return exp.pending() && now.Sub(exp.progressAt) >= ExpectationsLagThreshold && now.Sub(exp.setAt) < e.timeout &&
+	return exp.pending() && now.Sub(exp.progressAt) >= e.timeouts.LagThreshold && now.Sub(exp.setAt) < e.timeouts.Expectations &&
 		!e.eventsOnTheirWayLocked(key, exp, now)
 }
 
@@ -240,7 +267,7 @@ func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time
 // late, not lost, so that checking its cache against the API server would
 // gain nothing: the PodSet waits for creations only, each returned its
 // resourceVersion, and the pod watch of its namespace is alive (it
-// delivered an event within ExpectationsLagThreshold) but has not yet
+// delivered an event within Timeouts.LagThreshold) but has not yet
 // delivered one as new as the newest creation. A watch delivers in the
 // order of resourceVersions, so those events are still to come in it.
 //
@@ -259,7 +286,7 @@ func (e *Expectations) eventsOnTheirWayLocked(key string, exp *expectation, now 
 	}
 	namespace, _, _ := strings.Cut(key, "/")
 	w, ok := e.watches[namespace]
-	return ok && now.Sub(w.at) < ExpectationsLagThreshold && newerVersion(exp.createdVersion, w.resourceVersion)
+	return ok && now.Sub(w.at) < e.timeouts.LagThreshold && NewerVersion(exp.createdVersion, w.resourceVersion)
 }
 
 // TakeLagging returns the keys that have become Lagging since they were
@@ -297,7 +324,7 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 		return 0
 	}
 	now := e.now()
-	wait := e.timeout - now.Sub(exp.setAt)
+	wait := e.timeouts.Expectations - now.Sub(exp.setAt)
 	if !exp.uncertainUntil.IsZero() {
 		wait = min(wait, exp.uncertainUntil.Sub(now))
 	}
@@ -313,13 +340,13 @@ func (e *Expectations) Expired(key string) bool {
 	if !ok || !exp.pending() {
 		return false
 	}
-	return e.now().Sub(exp.setAt) >= e.timeout
+	return e.now().Sub(exp.setAt) >= e.timeouts.Expectations
 }
 
 // Doubtful reports whether key's wait ended only because creations whose
 // outcome is unknown (CreationUncertain) stopped being waited for: the
 // cache may still lack pods the API server made, and must be checked
-// against it before the PodSet acts (see pod_cache_check.go).
+// against it before the PodSet acts (the reconciler's pod cache check).
 func (e *Expectations) Doubtful(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -328,7 +355,7 @@ func (e *Expectations) Doubtful(key string) bool {
 		return false
 	}
 	now := e.now()
-	return !now.Before(exp.uncertainUntil) && now.Sub(exp.setAt) < e.timeout
+	return !now.Before(exp.uncertainUntil) && now.Sub(exp.setAt) < e.timeouts.Expectations
 }
 
 // Resolve drops what key waits for: the pods the API server has (seen)
@@ -357,7 +384,7 @@ func (e *Expectations) Forget(namespacedName string) {
 }
 
 // deletePodSetKeys deletes the entries of the PodSet namespace/name, whatever
-// its UID, from a map keyed by expectationsKey.
+// its UID, from a map keyed by Key.
 func deletePodSetKeys[V any](m map[string]V, namespacedName string) {
 	for key := range m {
 		if strings.HasPrefix(key, namespacedName+"/") {
