@@ -5,7 +5,10 @@
 // rolling update), both pure, operand (what a PodSet's pods are: labels,
 // template, state, deletion rank), metrics (the podset_* gauges and the
 // operator's counters), and leaderfence (what keeps a leader resumed after a
-// pause from acting). docs/architecture.md maps each concern to its
+// pause from acting), consistency (the expectations, and what was written
+// or read until the cache shows it). What the reconciler remembers about a
+// PodSet between reconciles is its record (podset_record.go), and its
+// timings are in timings.go. docs/architecture.md maps each concern to its
 // files.
 package controllers
 
