@@ -39,7 +39,7 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	r, c := unitReconciler(t, nil, nil, ps)
 	clock := unitNow
 	f := leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return clock }))
-	f.OnRenewal(r.fenced.release)
+	f.OnRenewal(r.releaseFenced)
 	r.Fence = f
 	clock = clock.Add(20 * time.Second) // paused
 
@@ -47,14 +47,14 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "an error would send the PodSet to the exponential backoff")
 	g.Expect(res.RequeueAfter).To(Equal(FencedRecheckInterval))
 	g.Expect(podsIn(g, c)).To(BeEmpty())
-	g.Expect(queuedNames(r.fenced.wakeUps.ch)).To(BeEmpty(), "queued before the lease was renewed")
+	g.Expect(queuedNames(r.wakeUps.ch)).To(BeEmpty(), "queued before the lease was renewed")
 
 	clock = clock.Add(time.Second)
 	renewLease(g, f)
-	g.Expect(queuedNames(r.fenced.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+	g.Expect(queuedNames(r.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 
 	renewLease(g, f)
-	g.Expect(queuedNames(r.fenced.wakeUps.ch)).To(BeEmpty(), "queued once per refusal")
+	g.Expect(queuedNames(r.wakeUps.ch)).To(BeEmpty(), "queued once per refusal")
 }
 
 // The renewal can come between the fence's refusal and the PodSet's being
@@ -64,11 +64,11 @@ func TestWaitForRenewalAfterTheRenewalQueuesAtOnce(t *testing.T) {
 	ps := unitPodSet(3)
 	r, _ := unitReconciler(t, nil, nil, ps)
 	r.Fence = leaderfence.New(2 * time.Second) // allows: no pause seen
-	r.Fence.OnRenewal(r.fenced.release)
+	r.Fence.OnRenewal(r.releaseFenced)
 
-	r.waitForRenewal(client.ObjectKeyFromObject(ps))
+	r.waitForRenewal(r.records.of(ps))
 
-	g.Expect(queuedNames(r.fenced.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+	g.Expect(queuedNames(r.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 }
 
 // renewLease has f's lease lock write the lease, as client-go's leader

@@ -92,7 +92,6 @@ type PodSetReconciler struct {
 	records *podSetRecords
 	// wakeUps queues the PodSets that no watch event will bring.
 	wakeUps       *wakeUps
-	fenced        *fencedPodSets
 	lagging       *lagQueue
 	podWriteSlots writeSlots
 	// background sends the deletes of steps that only delete, without
@@ -182,11 +181,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// A replica resumed after a pause may no longer lead, and its cache
 	// missed what happened meanwhile: nothing until its lease is renewed
 	// (or it exits, having lost it). Each write checks again.
+	rec := r.records.of(ps)
 	if r.fenceAllows() != nil {
-		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
+		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil
 	}
 	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
-	rec := r.records.of(ps)
 	// The cache may not have this PodSet's last status write yet; the API
 	// server has it, and it is what the new status is computed against.
 	rec.restoreWrittenStatus(ps)
@@ -205,13 +204,13 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.checkPodCache,
 	} {
 		if err := phase(ctx, s); err != nil {
-			return r.retry(ctx, req, err)
+			return r.retry(ctx, rec, err)
 		}
 	}
 	// A failed scale is reported in the status, then retried with backoff.
 	errs := []error{r.scalePods(ctx, s), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
 	if err := kerrors.NewAggregate(errs); err != nil {
-		return r.retry(ctx, req, err)
+		return r.retry(ctx, rec, err)
 	}
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
@@ -222,10 +221,10 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
 // TransientRetryAfter), or because the leader fence refused a write (the
-// lease renewal queues it again, see fencedPodSets).
-func (r *PodSetReconciler) retry(ctx context.Context, req ctrl.Request, err error) (ctrl.Result, error) {
+// lease renewal queues it again, see fenced_podsets.go).
+func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err error) (ctrl.Result, error) {
 	if errors.Is(err, leaderfence.ErrFenced) {
-		return ctrl.Result{RequeueAfter: r.waitForRenewal(req.NamespacedName)}, nil
+		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil
 	}
 	if isTransient(err) {
 		logf.FromContext(ctx).Info("the API server is unavailable; retrying", "after", TransientRetryAfter, "error", err.Error())
@@ -321,9 +320,8 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	}
 	r.records = newPodSetRecords()
 	r.wakeUps = newWakeUps()
-	r.fenced = newFencedPodSets(r.wakeUps)
 	if r.Fence != nil {
-		r.Fence.OnRenewal(r.fenced.release)
+		r.Fence.OnRenewal(r.releaseFenced)
 	}
 	r.lagging = newLagQueue(r.Expectations, r.wakeUps)
 	if err := mgr.Add(r.lagging); err != nil {

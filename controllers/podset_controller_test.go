@@ -64,7 +64,6 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 	if apiReader == nil {
 		apiReader = c
 	}
-	wakeUps := newWakeUps()
 	return &PodSetReconciler{
 		Client:              c,
 		APIReader:           apiReader,
@@ -74,8 +73,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Pods:                podIndexWith(t, pods),
 		StatusWriteInterval: DefaultStatusWriteInterval,
 		records:             newPodSetRecords(),
-		wakeUps:             wakeUps,
-		fenced:              newFencedPodSets(wakeUps),
+		wakeUps:             newWakeUps(),
 	}, c
 }
 

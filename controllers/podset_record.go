@@ -24,8 +24,8 @@ import (
 // never runs two reconciles of one PodSet at once, so the fields a
 // reconcile reads and writes itself need no lock. Those that goroutines
 // started by a reconcile may set after it returned (namespaceTerminating,
-// recentRevision, background), and strays, which the pod event handler
-// records, guard themselves.
+// recentRevision, background), strays, which the pod event handler
+// records, and fenced, which the lease renewal clears, guard themselves.
 type podSetRecord struct {
 	name types.NamespacedName
 	uid  types.UID
@@ -50,6 +50,9 @@ type podSetRecord struct {
 	// namespaceTerminating is set once a create found the PodSet's
 	// namespace being deleted: it creates nothing more (scaling.go).
 	namespaceTerminating atomic.Bool
+	// fenced is set while the PodSet waits for the lease's renewal, the
+	// leader fence having refused its reconcile (fenced_podsets.go).
+	fenced atomic.Bool
 	// strays are the PodSet's pods that left the cache by losing their
 	// managed-by label, recorded by the pod event handler (stray_pods.go).
 	strays strayPods

@@ -88,7 +88,7 @@ const (
 
 // FencedRecheckInterval is when a PodSet whose reconcile the fence refused
 // is looked at again if no lease renewal has queued it sooner. Normally the
-// renewal does (fencedPodSets); this only bounds the wait should a renewal
+// renewal does (fenced_podsets.go); this only bounds the wait should a renewal
 // be missed.
 //
 // Used in fenced_podsets.go.
