@@ -462,19 +462,44 @@ func TestOLMv1(t *testing.T) {
 	waitForRunningPods(t, ctx, ps)
 
 	// ---- delete the ClusterExtension ----
-	// Everything it installed carries its owner label.
+	// Everything it installed carries its owner label; each kind is there
+	// before, and gone after.
 	owned := client.MatchingLabels{"olm.operatorframework.io/owner-name": extensionName}
+	installed := []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"PodSet pods", &corev1.PodList{}, []client.ListOption{client.InNamespace(workloadNS)}},
+		{"pods of the operator", &corev1.PodList{}, []client.ListOption{client.InNamespace(installNamespace)}},
+		{"Deployments", &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"ServiceAccounts it installed", &corev1.ServiceAccountList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"Services it installed", &corev1.ServiceList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"ClusterRoles it installed", &rbacv1.ClusterRoleList{}, []client.ListOption{owned}},
+		{"ClusterRoleBindings it installed", &rbacv1.ClusterRoleBindingList{}, []client.ListOption{owned}},
+	}
+	for _, c := range installed {
+		must(t, k8s.List(ctx, c.list, c.opts...))
+		if meta.LenList(c.list) == 0 {
+			t.Fatalf("no %s before deleting the ClusterExtension", c.what)
+		}
+	}
+	// For all namespaces, OLM v1 grants the CSV's namespaced permissions
+	// (leader election, the monitoring objects) cluster-wide, beside its
+	// cluster permissions: two ClusterRoles and their bindings, no Role.
 	var crs rbacv1.ClusterRoleList
+	var roles rbacv1.RoleList
 	must(t, k8s.List(ctx, &crs, owned))
-	if len(crs.Items) == 0 {
-		t.Fatal("no ClusterRole labelled olm.operatorframework.io/owner-name=" + extensionName)
+	must(t, k8s.List(ctx, &roles, owned))
+	if len(crs.Items) != 2 || len(roles.Items) != 0 {
+		t.Errorf("OLM v1 installed %d ClusterRoles and %d Roles, want 2 and 0", len(crs.Items), len(roles.Items))
 	}
 	must(t, k8s.Delete(ctx, ext))
 	deleted := time.Now()
 	// The garbage collector removes what it installed (ownerReferences to
 	// the ClusterExtension); on a fresh cluster it first waits for its
-	// discovery resync (30 s) to know the new kinds. The operand pods'
-	// containers stop within their grace period.
+	// discovery resync (30 s) to know the new kinds. The pods' containers
+	// stop within their grace period.
 	err = poll(ctx, 3*time.Minute, func() (bool, string, error) {
 		var left []string
 		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
@@ -492,21 +517,7 @@ func TestOLMv1(t *testing.T) {
 		if len(exts.Items) > 0 {
 			left = append(left, "the ClusterExtension")
 		}
-		for _, c := range []struct {
-			what string
-			list client.ObjectList
-			opts []client.ListOption
-		}{
-			{"PodSet pods", &corev1.PodList{}, []client.ListOption{client.InNamespace(workloadNS)}},
-			{"pods of the operator", &corev1.PodList{}, []client.ListOption{client.InNamespace(installNamespace)}},
-			{"Deployments", &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(installNamespace)}},
-			{"ServiceAccounts it installed", &corev1.ServiceAccountList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
-			{"Services it installed", &corev1.ServiceList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
-			{"Roles it installed", &rbacv1.RoleList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
-			{"RoleBindings it installed", &rbacv1.RoleBindingList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
-			{"ClusterRoles it installed", &rbacv1.ClusterRoleList{}, []client.ListOption{owned}},
-			{"ClusterRoleBindings it installed", &rbacv1.ClusterRoleBindingList{}, []client.ListOption{owned}},
-		} {
+		for _, c := range installed {
 			if err := k8s.List(ctx, c.list, c.opts...); err != nil {
 				return false, "", err
 			}
@@ -526,9 +537,10 @@ func TestOLMv1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after deleting the ClusterExtension: %v", err)
 	}
-	t.Logf("ClusterExtension deleted: its CRD, the PodSet and its pods, the operator's pod, Deployment, ServiceAccount and RBAC gone after %s", time.Since(deleted).Round(100*time.Millisecond))
-	// What the user created stays: the namespace, the installer and its
-	// binding.
+	t.Logf("ClusterExtension deleted: its CRD, the PodSet and its pods, the operator's pod, Deployment, Service, ServiceAccount, ClusterRoles and bindings gone after %s", time.Since(deleted).Round(100*time.Millisecond))
+	// What the user created stays: the ClusterCatalog, the namespace, the
+	// installer and its binding.
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(catalog), catalog))
 	must(t, k8s.Get(ctx, client.ObjectKey{Name: installNamespace}, &corev1.Namespace{}))
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: installerSA}, &corev1.ServiceAccount{}))
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(installerBinding), &rbacv1.ClusterRoleBinding{}))
