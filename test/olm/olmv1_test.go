@@ -339,8 +339,8 @@ func trustingTransport(caFile string) (*http.Transport, error) {
 // upgrades to this release along the catalog's edge: the node pulls and
 // runs the new manager, which takes the PodSet over without creating or
 // deleting a pod. Deleting the ClusterExtension removes the CRD, so every
-// PodSet and its pods, and the operator's Deployment, ServiceAccount and
-// RBAC.
+// PodSet and its pods, and the operator's Deployment, Service,
+// ServiceAccount and ClusterRoles.
 func TestOLMv1(t *testing.T) {
 	if olmv1 == nil {
 		t.Fatal("the OLM v1 suite was not set up: run it with `make test-olmv1` (OLMV1_BIN)")
@@ -456,9 +456,9 @@ func TestOLMv1(t *testing.T) {
 	if after := podUIDs(waitForRunningPods(t, ctx, ps)); !maps.Equal(before, after) {
 		t.Errorf("the PodSet's pods changed through the upgrade:\nbefore %v\nafter  %v", before, after)
 	}
-	// And it acts on the PodSet: a scale-up.
-	ps.Spec.Replicas = ptr.To[int32](4)
-	must(t, k8s.Update(ctx, ps))
+	// And it acts on the PodSet: a scale-up (a patch, as the manager may
+	// write the status meanwhile).
+	must(t, k8s.Patch(ctx, ps, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`))))
 	waitForRunningPods(t, ctx, ps)
 
 	// ---- delete the ClusterExtension ----
