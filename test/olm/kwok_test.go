@@ -35,12 +35,7 @@ import (
 
 // setUp starts the cluster, installs OLM, serves the catalog and waits until
 // OLM is connected to it.
-// With OLMV1_BIN (`make test-olmv1`) the cluster gets OLM v1 instead
-// (olmv1_test.go).
 func setUp(ctx context.Context) error {
-	if os.Getenv("OLMV1_BIN") != "" {
-		return setUpOLMv1(ctx)
-	}
 	if bins.manager = os.Getenv("MANAGER_BIN"); bins.manager == "" {
 		return errors.New("MANAGER_BIN must be set; run `make test-olm`")
 	}

@@ -2,12 +2,15 @@
 // real Operator Lifecycle Manager, on a local cluster (test/localcluster):
 // OLM's own CRDs and its `olm` and `catalog` operators built from
 // github.com/operator-framework/operator-lifecycle-manager, run as
-// processes. Two suites share this file:
+// processes. Three suites share this file:
 //   - `make test-olm` (kwok_test.go, olm_test.go): kwok nodes, the project's
 //     file-based catalog (catalog/) served by the real `opm serve`, all four
 //     install modes;
 //   - `make test-olm-real` (build tag realnode, realnode_test.go): a real
-//     node and its registry, and the operator-sdk commands that users run.
+//     node and its registry, and the operator-sdk commands that users run;
+//   - `make test-olmv1` (build tag realnode, olmv1_test.go): the same real
+//     node with OLM v1 (catalogd and operator-controller, built from
+//     github.com/operator-framework/operator-controller) instead.
 package olm_test
 
 import (

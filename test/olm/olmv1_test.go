@@ -1,22 +1,24 @@
-//go:build !realnode
+//go:build realnode
 
 package olm_test
 
-// The OLM v1 suite (`make test-olmv1`, needs root): operator-controller and
-// catalogd (OLMV1_BIN, built from their Go module) run as processes beside
-// a kwok local cluster without the monitoring CRDs. They pull the catalog
-// and bundle images from a TLS registry on loopback (Debian's
-// docker-registry), filled with images that buildah builds here: the
-// previous release's bundle (git history, UPGRADE_FROM_REV), today's bundle/
-// and today's catalog/. The catalog names its bundles quay.io/example/...;
-// a registries.conf mirror sends those pulls to the local registry, so the
-// committed catalog is used unchanged.
+// The OLM v1 suite (`make test-olmv1`, needs root): the real-node cluster of
+// realnode_test.go, given OLM v1 instead of OLM v0. catalogd and
+// operator-controller (OLMV1_BIN, built from their Go module) run as
+// processes on this machine and pull from the node's registry: the catalog
+// image that `make catalog-build catalog-push` published there, and the
+// bundle images it names, this release's (`make bundle-build bundle-push`)
+// and the previous release's (git history, pushed when the cluster
+// started). The catalog names its bundles quay.io/example/...; a
+// registries.conf mirror sends the controllers' pulls of those names to the
+// registry, as containerd's mirror does for the node, so the committed
+// catalog is used unchanged. What OLM v1 installs really runs: the node
+// pulls the manager image of the CSV's Deployment and runs it, and the
+// manager runs the PodSets' pods there.
 //
-// Two things a pod would have are provided by hand: both controllers read
+// One thing a pod would have is provided by hand: both controllers read
 // their ServiceAccount token at the in-cluster path, given to them in a
-// private mount namespace (testdata/with-sa-token.sh); and kwok runs no
-// container, so the operator runs as a process with a token of the
-// ServiceAccount the ClusterExtension created (startManagerBin).
+// private mount namespace (testdata/with-sa-token.sh).
 
 import (
 	"bytes"
@@ -30,18 +32,18 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,8 +56,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,8 +68,8 @@ const (
 	installNamespace = "podset-operator"
 	installerSA      = "podset-installer"
 	extensionName    = "podset-operator"
-	// The bundle repository the catalog names (Makefile IMAGE_TAG_BASE).
-	imageRepo = "example/podset-operator"
+	// The images' repositories (Makefile IMAGE_TAG_BASE).
+	imageRepo = "quay.io/example/podset-operator"
 )
 
 var (
@@ -77,307 +77,50 @@ var (
 	clusterExtensionGVK = schema.GroupVersionKind{Group: "olm.operatorframework.io", Version: "v1", Kind: "ClusterExtension"}
 )
 
-// olmv1 is set by setUpOLMv1.
+// olmv1 is set by startOLMv1.
 var olmv1 *olmv1Env
 
 type olmv1Env struct {
-	caFile       string
-	previousBin  string // the manager of UPGRADE_FROM_REV
-	previousVer  string // its version (its Makefile's VERSION)
-	currentVer   string // today's (Makefile VERSION, from bundle/)
-	catalogImage string
+	caFile       string // the CA of catalogd's serving certificate
+	previousVer  string // the previous release (Makefile PREVIOUS_VERSION)
+	catalogImage string // the catalog image, by the registry's own name
 }
 
-// setUpOLMv1 starts the registry and fills it, the cluster, and OLM v1.
-func setUpOLMv1(ctx context.Context) error {
-	if bins.manager = os.Getenv("MANAGER_BIN"); bins.manager == "" {
-		return errors.New("MANAGER_BIN must be set; run `make test-olmv1`")
+// startOLMv1 installs OLM v1's CRDs and the identities of its two
+// controllers, runs them, and registers catalogd's mutating webhook by URL.
+// The cluster is up and this release's images are in its registry.
+func startOLMv1(ctx context.Context) error {
+	previous := os.Getenv("PREVIOUS_VERSION")
+	if previous == "" {
+		return errors.New("PREVIOUS_VERSION must be set; run `make test-olmv1`")
 	}
-	rev := os.Getenv("UPGRADE_FROM_REV")
-	if rev == "" {
-		return errors.New("UPGRADE_FROM_REV must be set; run `make test-olmv1`")
+	var err error
+	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
+		return err
 	}
 	work := filepath.Join(logDir, "olmv1")
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	olmv1 = &olmv1Env{previousVer: previous}
+	if olmv1.catalogImage, err = registryName(imageRepo + "-catalog:v" + version); err != nil {
 		return err
 	}
-	olmv1 = &olmv1Env{}
-	v := olmv1
-
-	var err error
-	if v.previousVer, err = makefileVersion(rev); err != nil {
-		return err
-	}
-	if v.currentVer, err = makefileVersion(""); err != nil {
-		return err
-	}
-	// One CA for the registry's and catalogd's serving certificates; the
-	// controllers trust it through a directory (--pull-cas-dir,
-	// --catalogd-cas-dir), buildah through --cert-dir.
+	// catalogd serves catalogs and its webhook with a certificate of a CA of
+	// its own; the controllers trust, through one directory (--pull-cas-dir,
+	// --catalogd-cas-dir), that CA and the cluster's, which signs the
+	// registry's certificate.
 	pki := filepath.Join(work, "pki")
 	cas := filepath.Join(work, "cas")
 	if err := writePKI(pki, cas); err != nil {
 		return err
 	}
-	v.caFile = filepath.Join(cas, "ca.crt")
-	if err := startImageRegistry(ctx, work, pki); err != nil {
+	olmv1.caFile = filepath.Join(cas, "ca.crt")
+	clusterCA, err := os.ReadFile(cluster.CAFile())
+	if err != nil {
 		return err
 	}
-	logf("registry on %s", registryAddr)
-
-	// The images and the previous release's manager.
-	if err := buildAndPushImages(ctx, work, rev, cas); err != nil {
-		return err
-	}
-	if v.previousBin, err = buildManagerAtRev(ctx, work, rev); err != nil {
+	if err := os.WriteFile(filepath.Join(cas, "cluster-ca.crt"), clusterCA, 0o600); err != nil {
 		return err
 	}
 
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: bins.k8s, Nodes: 1, Out: os.Stderr})
-	if err != nil {
-		return fmt.Errorf("starting the local cluster: %w", err)
-	}
-	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	return startOLMv1(ctx, work, pki, cas)
-}
-
-var registryAddr string
-
-// makefileVersion is VERSION in the Makefile at rev ("" for the worktree's).
-func makefileVersion(rev string) (string, error) {
-	var data []byte
-	var err error
-	if rev == "" {
-		data, err = os.ReadFile(filepath.Join(repoRoot, "Makefile"))
-	} else {
-		data, err = exec.Command("git", "-C", repoRoot, "show", rev+":Makefile").Output()
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading the Makefile at %q: %w", rev, err)
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if after, ok := strings.CutPrefix(line, "VERSION ?= "); ok {
-			return strings.TrimSpace(after), nil
-		}
-	}
-	return "", fmt.Errorf("no VERSION in the Makefile at %q", rev)
-}
-
-// writePKI writes a CA (dir/ca.crt, and casDir/ca.crt) and a serving
-// certificate for 127.0.0.1 and localhost (dir/tls.crt, dir/tls.key).
-func writePKI(dir, casDir string) error {
-	for _, d := range []string{dir, casDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "podset-olmv1-test-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "podset-olmv1-test"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	for path, data := range map[string][]byte{
-		filepath.Join(dir, "ca.crt"):    caPEM,
-		filepath.Join(casDir, "ca.crt"): caPEM,
-		filepath.Join(dir, "tls.crt"):   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		filepath.Join(dir, "tls.key"):   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// caClient is an HTTPS client that trusts the test's CA only.
-func caClient() (*http.Client, error) {
-	pem, err := os.ReadFile(olmv1.caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.New("the test CA does not parse")
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t, Timeout: 10 * time.Second}, nil
-}
-
-// startImageRegistry runs Debian's docker-registry with TLS on a free
-// loopback port, its storage under work.
-func startImageRegistry(ctx context.Context, work, pki string) error {
-	port, err := localcluster.FreePort()
-	if err != nil {
-		return err
-	}
-	registryAddr = "127.0.0.1:" + strconv.Itoa(port)
-	q := strconv.Quote
-	config := `version: 0.1
-log:
-  level: info
-storage:
-  filesystem:
-    rootdirectory: ` + q(filepath.Join(work, "registry")) + `
-  delete:
-    enabled: true
-http:
-  addr: ` + q(registryAddr) + `
-  tls:
-    certificate: ` + q(filepath.Join(pki, "tls.crt")) + `
-    key: ` + q(filepath.Join(pki, "tls.key")) + `
-`
-	cfg := filepath.Join(work, "registry.yml")
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		return err
-	}
-	p, err := startProc("registry", localcluster.RegistryBinary, []string{"serve", cfg})
-	if err != nil {
-		return err
-	}
-	c, err := caClient()
-	if err != nil {
-		return err
-	}
-	return poll(ctx, 30*time.Second, func() (bool, string, error) {
-		if exited(p) {
-			return false, "", fmt.Errorf("the registry exited:\n%s", tail(p.LogPath(), 20))
-		}
-		resp, err := c.Get("https://" + registryAddr + "/v2/")
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, "GET /v2/: " + resp.Status, nil
-	})
-}
-
-// buildAndPushImages builds, with buildah in a storage of its own, the
-// bundle images of the previous release (its bundle/ and bundle.Dockerfile
-// from git, with today's ignore file for that Dockerfile, which the release
-// lacked) and of today's bundle/, and a catalog image of today's catalog/,
-// and pushes them to the registry.
-func buildAndPushImages(ctx context.Context, work, rev, cas string) error {
-	src := filepath.Join(work, "src")
-	prev, cur, cat := filepath.Join(src, "previous"), filepath.Join(src, "current"), filepath.Join(src, "catalog")
-	for _, d := range []string{prev, cur, cat} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	sh := func(script string, args ...string) error {
-		cmd := exec.CommandContext(ctx, "sh", append([]string{"-euc", script, "sh"}, args...)...)
-		cmd.Dir = repoRoot
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %w\n%s", script, err, out)
-		}
-		return nil
-	}
-	if err := sh(`git archive "$1" bundle bundle.Dockerfile | tar -x -C "$2" && cp bundle.Dockerfile.dockerignore "$2/"`, rev, prev); err != nil {
-		return err
-	}
-	if err := sh(`tar -c bundle bundle.Dockerfile bundle.Dockerfile.dockerignore | tar -x -C "$1"`, cur); err != nil {
-		return err
-	}
-	// catalogd needs only the file-based catalog under the label's
-	// directory: no opm in the image.
-	if err := sh(`tar -c catalog | tar -x -C "$1" && printf '%s\n' 'FROM scratch' 'ADD catalog /configs' \
-		'LABEL operators.operatorframework.io.index.configs.v1=/configs' >"$1/Dockerfile"`, cat); err != nil {
-		return err
-	}
-	home := filepath.Join(work, "buildah-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	buildah := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, "buildah", append([]string{
-			"--root", filepath.Join(work, "containers", "storage"), "--runroot", filepath.Join(work, "containers", "runroot"),
-			"--storage-driver", "vfs",
-		}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+home)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("buildah %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	olmv1.catalogImage = registryAddr + "/" + imageRepo + "-catalog:v" + olmv1.currentVer
-	for _, img := range []struct{ dir, dockerfile, ref string }{
-		{prev, "bundle.Dockerfile", registryAddr + "/" + imageRepo + "-bundle:v" + olmv1.previousVer},
-		{cur, "bundle.Dockerfile", registryAddr + "/" + imageRepo + "-bundle:v" + olmv1.currentVer},
-		{cat, "Dockerfile", olmv1.catalogImage},
-	} {
-		if err := buildah("bud", "--quiet", "--isolation", "chroot", "-f", filepath.Join(img.dir, img.dockerfile), "-t", img.ref, img.dir); err != nil {
-			return err
-		}
-		if err := buildah("push", "--quiet", "--cert-dir", cas, img.ref, "docker://"+img.ref); err != nil {
-			return err
-		}
-		logf("pushed %s", img.ref)
-	}
-	return nil
-}
-
-// buildManagerAtRev builds the manager of an earlier commit (as the e2e
-// suite's buildManagerAt does).
-func buildManagerAtRev(ctx context.Context, work, rev string) (string, error) {
-	dir := filepath.Join(work, "manager-"+rev)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	out, err := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repoRoot, rev, dir).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
-	}
-	bin := filepath.Join(work, "manager-previous")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = dir
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod -trimpath")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager of %s: %w\n%s", rev, err, out)
-	}
-	return bin, nil
-}
-
-// startOLMv1 installs OLM v1's CRDs, the identities of its two controllers,
-// runs them, and registers catalogd's mutating webhook by URL.
-func startOLMv1(ctx context.Context, work, pki, cas string) error {
 	dir := os.Getenv("OLMV1_BIN")
 	files, err := filepath.Glob(filepath.Join(dir, "olmv1-crds", "*.yaml"))
 	if err != nil {
@@ -392,7 +135,7 @@ func startOLMv1(ctx context.Context, work, pki, cas string) error {
 			return err
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := decodeYAML(data, crd); err != nil {
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		if err := k8s.Create(ctx, crd); err != nil {
@@ -423,12 +166,12 @@ func startOLMv1(ctx context.Context, work, pki, cas string) error {
 	}
 	// containers/image in both controllers reads
 	// $HOME/.config/containers/registries.conf: the catalog's
-	// quay.io/example references are pulled from the local registry.
+	// quay.io/example references are pulled from the node's registry.
 	home := filepath.Join(work, "home")
 	if err := os.MkdirAll(filepath.Join(home, ".config", "containers"), 0o700); err != nil {
 		return err
 	}
-	conf := "[[registry]]\nprefix = \"quay.io/example\"\nlocation = \"quay.io/example\"\n[[registry.mirror]]\nlocation = \"" + registryAddr + "/example\"\n"
+	conf := "[[registry]]\nprefix = \"quay.io/example\"\nlocation = \"quay.io/example\"\n[[registry.mirror]]\nlocation = \"" + cluster.RegistryHost() + "/example\"\n"
 	if err := os.WriteFile(filepath.Join(home, ".config", "containers", "registries.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -516,15 +259,88 @@ func startOLMv1(ctx context.Context, work, pki, cas string) error {
 	})
 }
 
-func decodeYAML(data []byte, into any) error {
-	return utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(into)
+// writePKI writes a CA (dir/ca.crt, and casDir/ca.crt) and a serving
+// certificate for 127.0.0.1 and localhost (dir/tls.crt, dir/tls.key).
+func writePKI(dir, casDir string) error {
+	for _, d := range []string{dir, casDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "podset-olmv1-test-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "podset-olmv1-test"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	for path, data := range map[string][]byte{
+		filepath.Join(dir, "ca.crt"):    caPEM,
+		filepath.Join(casDir, "ca.crt"): caPEM,
+		filepath.Join(dir, "tls.crt"):   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		filepath.Join(dir, "tls.key"):   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// TestOLMv1: a ClusterCatalog serves the project's catalog image; a
-// ClusterExtension installs the previous release, then upgrades to this one
-// along the catalog's edge while a PodSet keeps its pods (zero churn, the
-// operator swapped too); deleting the ClusterExtension removes the CRD, so
-// every PodSet and its pods, and the operator's Deployment.
+// trustingTransport is an HTTPS transport that trusts the CA in caFile only.
+func trustingTransport(caFile string) (*http.Transport, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s does not parse", caFile)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
+// TestOLMv1: a ClusterCatalog serves the project's catalog image from the
+// node's registry; a ClusterExtension installs the previous release, whose
+// manager the node pulls and runs, and which runs a PodSet's pods; it then
+// upgrades to this release along the catalog's edge: the node pulls and
+// runs the new manager, which takes the PodSet over without creating or
+// deleting a pod. Deleting the ClusterExtension removes the CRD, so every
+// PodSet and its pods, and the operator's Deployment, Service,
+// ServiceAccount and ClusterRoles.
 func TestOLMv1(t *testing.T) {
 	if olmv1 == nil {
 		t.Fatal("the OLM v1 suite was not set up: run it with `make test-olmv1` (OLMV1_BIN)")
@@ -546,17 +362,24 @@ func TestOLMv1(t *testing.T) {
 	if got := catalog.GetLabels()["olm.operatorframework.io/metadata.name"]; got != catalogName {
 		t.Errorf("catalogd's webhook did not label the ClusterCatalog: labels %v", catalog.GetLabels())
 	}
-	// What it serves: the catalog's bundles, over HTTPS with the test CA.
+	// It serves the image that was pushed: the digest it resolved is the
+	// registry's.
+	resolved, _, _ := unstructured.NestedString(catalog.Object, "status", "resolvedSource", "image", "ref")
+	if digest := registryDigest(t, ctx, imageRepo+"-catalog:v"+version); !strings.HasSuffix(resolved, "@"+digest) {
+		t.Errorf("the ClusterCatalog resolved %q, want the registry's %s", resolved, digest)
+	}
+	// What it serves: the catalog's bundles, over HTTPS with catalogd's CA.
 	base, _, _ := unstructured.NestedString(catalog.Object, "status", "urls", "base")
-	hc, err := caClient()
+	tr, err := trustingTransport(v.caFile)
 	must(t, err)
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	resp, err := hc.Get(base + "/api/v1/all")
 	must(t, err)
 	var body bytes.Buffer
 	_, _ = body.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
-	for _, ver := range []string{v.previousVer, v.currentVer} {
-		if want := "quay.io/" + imageRepo + "-bundle:v" + ver; !strings.Contains(body.String(), want) {
+	for _, ver := range []string{v.previousVer, version} {
+		if want := imageRepo + "-bundle:v" + ver; !strings.Contains(body.String(), want) {
 			t.Fatalf("catalogd serves no bundle %s at %s (%s)", want, base, resp.Status)
 		}
 	}
@@ -564,11 +387,12 @@ func TestOLMv1(t *testing.T) {
 	// ---- install the previous release ----
 	must(t, createNamespace(ctx, installNamespace))
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: installerSA, Namespace: installNamespace}}))
-	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+	installerBinding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: installerSA + "-cluster-admin"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: installerSA, Namespace: installNamespace}},
-	}))
+	}
+	must(t, k8s.Create(ctx, installerBinding))
 	ext := &unstructured.Unstructured{}
 	ext.SetGroupVersionKind(clusterExtensionGVK)
 	ext.SetName(extensionName)
@@ -583,80 +407,99 @@ func TestOLMv1(t *testing.T) {
 	must(t, k8s.Create(ctx, ext))
 	waitInstalled(t, ctx, ext, v.previousVer)
 	dep := operatorDeployment(t, ctx, v.previousVer, ext)
-
-	podName := deploymentPod(t, ctx, dep)
-	operand := ""
-	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "RELATED_IMAGE_PODSET" {
-			operand = e.Value
-		}
-	}
-	if operand == "" {
-		t.Fatal("the installed Deployment sets no RELATED_IMAGE_PODSET")
-	}
 	// OLM v1 installs for all namespaces: the pod template says so.
 	if got, ok := dep.Spec.Template.Annotations["olm.targetNamespaces"]; !ok || got != "" {
 		t.Errorf("olm.targetNamespaces annotation = %q (present %v), want \"\" (all namespaces)", got, ok)
 	}
-	previous := startManagerBin(t, ctx, v.previousBin, installNamespace, podName, "", operand)
+	previousPod := waitManagerPod(t, ctx, dep, imageRepo+":v"+v.previousVer)
 
+	// The manager runs a PodSet in another namespace: its pods run on the
+	// node, and it reports them ready.
 	workloadNS := "podset-olmv1-workload"
-	must(t, createNamespace(ctx, workloadNS))
+	createBaselineNamespace(t, ctx, workloadNS)
 	ps := &appv1alpha1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "olmv1-sample", Namespace: workloadNS},
 		Spec:       appv1alpha1.PodSetSpec{Replicas: ptr.To[int32](3)},
 	}
 	must(t, k8s.Create(ctx, ps))
-	before := waitAvailablePods(t, ctx, ps, 3)
+	before := podUIDs(waitForRunningPods(t, ctx, ps))
 
-	// Every pod event from here on: an upgrade must neither create nor
-	// delete one.
-	churn := watchPodChurn(t, ctx, workloadNS)
+	// Every PodSet pod created or deleted from here on: an upgrade must do
+	// neither.
+	churn := watchPodSetPodChurn(t, ctx, workloadNS)
 
 	// ---- upgrade ----
-	patch := []byte(`{"spec":{"source":{"catalog":{"version":"` + v.currentVer + `"}}}}`)
+	patch := []byte(`{"spec":{"source":{"catalog":{"version":"` + version + `"}}}}`)
 	must(t, k8s.Patch(ctx, ext, client.RawPatch(types.MergePatchType, patch)))
-	waitInstalled(t, ctx, ext, v.currentVer)
-	dep = operatorDeployment(t, ctx, v.currentVer, ext)
-	must(t, previous.Stop())
-	podName = deploymentPod(t, ctx, dep)
-	current := startManagerBin(t, ctx, bins.manager, installNamespace, podName, "", operand)
-	// Today's manager has taken the PodSet over: it reports it at its
+	waitInstalled(t, ctx, ext, version)
+	dep = operatorDeployment(t, ctx, version, ext)
+	currentPod := waitManagerPod(t, ctx, dep, imageRepo+":v"+version)
+	if currentPod.UID == previousPod.UID {
+		t.Fatalf("the manager pod %s was not replaced", currentPod.Name)
+	}
+	// This release's manager has taken the PodSet over: it reports the
+	// update revision, which the previous one had no notion of, at the
 	// current generation.
-	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
 			return false, "", err
 		}
-		ok := ps.Status.ObservedGeneration == ps.Generation && ps.Status.AvailableReplicas == 3 && ps.Status.CurrentRevision != ""
-		return ok, fmt.Sprintf("PodSet status %+v at generation %d", ps.Status, ps.Generation), nil
+		st := ps.Status
+		return st.UpdateRevision != "" && st.ObservedGeneration == ps.Generation && st.ReadyReplicas == *ps.Spec.Replicas,
+			fmt.Sprintf("PodSet status %+v at generation %d", st, ps.Generation), nil
 	}))
 	// Some time for anything it would still do.
 	time.Sleep(5 * time.Second)
-	after := waitAvailablePods(t, ctx, ps, 3)
-	if !slices.Equal(before, after) {
-		t.Errorf("pods changed through the upgrade:\nbefore %v\nafter  %v", before, after)
-	}
 	if events := churn(); len(events) > 0 {
-		t.Errorf("pods created or deleted during the upgrade: %v", events)
+		t.Errorf("the upgrade created or deleted pods: %v", events)
 	}
-	if exited(current) {
-		t.Fatalf("today's manager exited:\n%s", tail(current.LogPath(), 30))
+	if after := podUIDs(waitForRunningPods(t, ctx, ps)); !maps.Equal(before, after) {
+		t.Errorf("the PodSet's pods changed through the upgrade:\nbefore %v\nafter  %v", before, after)
 	}
+	// And it acts on the PodSet: a scale-up (a patch, as the manager may
+	// write the status meanwhile).
+	must(t, k8s.Patch(ctx, ps, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`))))
+	waitForRunningPods(t, ctx, ps)
 
 	// ---- delete the ClusterExtension ----
-	// The RBAC it installed carries its owner label.
+	// Everything it installed carries its owner label; each kind is there
+	// before, and gone after.
 	owned := client.MatchingLabels{"olm.operatorframework.io/owner-name": extensionName}
-	var crs rbacv1.ClusterRoleList
-	must(t, k8s.List(ctx, &crs, owned))
-	if len(crs.Items) == 0 {
-		t.Fatal("no ClusterRole labelled olm.operatorframework.io/owner-name=" + extensionName)
+	installed := []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"PodSet pods", &corev1.PodList{}, []client.ListOption{client.InNamespace(workloadNS)}},
+		{"pods of the operator", &corev1.PodList{}, []client.ListOption{client.InNamespace(installNamespace)}},
+		{"Deployments", &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"ServiceAccounts it installed", &corev1.ServiceAccountList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"Services it installed", &corev1.ServiceList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
+		{"ClusterRoles it installed", &rbacv1.ClusterRoleList{}, []client.ListOption{owned}},
+		{"ClusterRoleBindings it installed", &rbacv1.ClusterRoleBindingList{}, []client.ListOption{owned}},
 	}
-	must(t, current.Stop())
+	for _, c := range installed {
+		must(t, k8s.List(ctx, c.list, c.opts...))
+		if meta.LenList(c.list) == 0 {
+			t.Fatalf("no %s before deleting the ClusterExtension", c.what)
+		}
+	}
+	// For all namespaces, OLM v1 grants the CSV's namespaced permissions
+	// (leader election, the monitoring objects) cluster-wide, beside its
+	// cluster permissions: two ClusterRoles and their bindings, no Role.
+	var crs rbacv1.ClusterRoleList
+	var roles rbacv1.RoleList
+	must(t, k8s.List(ctx, &crs, owned))
+	must(t, k8s.List(ctx, &roles, owned))
+	if len(crs.Items) != 2 || len(roles.Items) != 0 {
+		t.Errorf("OLM v1 installed %d ClusterRoles and %d Roles, want 2 and 0", len(crs.Items), len(roles.Items))
+	}
 	must(t, k8s.Delete(ctx, ext))
 	deleted := time.Now()
 	// The garbage collector removes what it installed (ownerReferences to
 	// the ClusterExtension); on a fresh cluster it first waits for its
-	// discovery resync (30 s) to know the new kinds.
+	// discovery resync (30 s) to know the new kinds. The pods' containers
+	// stop within their grace period.
 	err = poll(ctx, 3*time.Minute, func() (bool, string, error) {
 		var left []string
 		err := k8s.Get(ctx, client.ObjectKey{Name: crdName}, &apiextensionsv1.CustomResourceDefinition{})
@@ -666,20 +509,6 @@ func TestOLMv1(t *testing.T) {
 		case !apierrors.IsNotFound(err):
 			return false, "", err
 		}
-		var pods corev1.PodList
-		if err := k8s.List(ctx, &pods, client.InNamespace(workloadNS)); err != nil {
-			return false, "", err
-		}
-		if len(pods.Items) > 0 {
-			left = append(left, fmt.Sprintf("%d pods", len(pods.Items)))
-		}
-		var deps appsv1.DeploymentList
-		if err := k8s.List(ctx, &deps, client.InNamespace(installNamespace)); err != nil {
-			return false, "", err
-		}
-		if len(deps.Items) > 0 {
-			left = append(left, fmt.Sprintf("%d Deployments", len(deps.Items)))
-		}
 		var exts unstructured.UnstructuredList
 		exts.SetGroupVersionKind(clusterExtensionGVK.GroupVersion().WithKind("ClusterExtensionList"))
 		if err := k8s.List(ctx, &exts); err != nil {
@@ -688,16 +517,13 @@ func TestOLMv1(t *testing.T) {
 		if len(exts.Items) > 0 {
 			left = append(left, "the ClusterExtension")
 		}
-		var crs rbacv1.ClusterRoleList
-		var crbs rbacv1.ClusterRoleBindingList
-		if err := k8s.List(ctx, &crs, owned); err != nil {
-			return false, "", err
-		}
-		if err := k8s.List(ctx, &crbs, owned); err != nil {
-			return false, "", err
-		}
-		if n := len(crs.Items) + len(crbs.Items); n > 0 {
-			left = append(left, fmt.Sprintf("%d ClusterRoles and Bindings", n))
+		for _, c := range installed {
+			if err := k8s.List(ctx, c.list, c.opts...); err != nil {
+				return false, "", err
+			}
+			if n := meta.LenList(c.list); n > 0 {
+				left = append(left, fmt.Sprintf("%d %s", n, c.what))
+			}
 		}
 		err = k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: operatorName}, &corev1.ServiceAccount{})
 		switch {
@@ -711,9 +537,13 @@ func TestOLMv1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after deleting the ClusterExtension: %v", err)
 	}
-	t.Logf("ClusterExtension deleted: its CRD, the PodSet's pods, Deployment, RBAC gone after %s", time.Since(deleted).Round(100*time.Millisecond))
-	// What the user created stays: the namespace and the installer.
+	t.Logf("ClusterExtension deleted: its CRD, the PodSet and its pods, the operator's pod, Deployment, Service, ServiceAccount, ClusterRoles and bindings gone after %s", time.Since(deleted).Round(100*time.Millisecond))
+	// What the user created stays: the ClusterCatalog, the namespace, the
+	// installer and its binding.
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(catalog), catalog))
+	must(t, k8s.Get(ctx, client.ObjectKey{Name: installNamespace}, &corev1.Namespace{}))
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: installerSA}, &corev1.ServiceAccount{}))
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(installerBinding), &rbacv1.ClusterRoleBinding{}))
 	// With the CRD, the PodSet API is gone.
 	err = k8s.List(ctx, &appv1alpha1.PodSetList{}, client.InNamespace(workloadNS))
 	if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
@@ -763,17 +593,21 @@ func waitInstalled(t *testing.T, ctx context.Context, ext *unstructured.Unstruct
 	t.Logf("ClusterExtension: %s installed after %s", version, time.Since(start).Round(100*time.Millisecond))
 }
 
-// operatorDeployment is the operator's Deployment, owned by the
-// ClusterExtension, once it runs version's image.
+// operatorDeployment is the operator's Deployment, controlled by the
+// ClusterExtension, once it runs version's manager image, rolled out and
+// available.
 func operatorDeployment(t *testing.T, ctx context.Context, version string, ext *unstructured.Unstructured) *appsv1.Deployment {
 	t.Helper()
 	dep := &appsv1.Deployment{}
-	err := poll(ctx, time.Minute, func() (bool, string, error) {
+	image := imageRepo + ":v" + version
+	err := poll(ctx, 3*time.Minute, func() (bool, string, error) {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: operatorName}, dep); err != nil {
 			return false, "", err
 		}
 		img := dep.Spec.Template.Spec.Containers[0].Image
-		return strings.HasSuffix(img, ":v"+version), "Deployment image " + img, nil
+		st := dep.Status
+		return img == image && st.ObservedGeneration == dep.Generation && st.UpdatedReplicas == 1 && st.AvailableReplicas == 1 && st.Replicas == 1,
+			fmt.Sprintf("Deployment %s: image %s, %d updated, %d available, %d in all", operatorName, img, st.UpdatedReplicas, st.AvailableReplicas, st.Replicas), nil
 	})
 	must(t, err)
 	if !metav1.IsControlledBy(dep, ext) {
@@ -782,68 +616,81 @@ func operatorDeployment(t *testing.T, ctx context.Context, version string, ext *
 	return dep
 }
 
-// waitAvailablePods waits until the PodSet reports n available pods and
-// owns n live pods, and returns their UIDs, sorted.
-func waitAvailablePods(t *testing.T, ctx context.Context, ps *appv1alpha1.PodSet, n int) []string {
+// waitManagerPod waits until dep has one live pod, running image, Ready on
+// the node, and checks that the node pulled that image from the registry:
+// the container runs the digest that the registry serves for image, and the
+// kubelet reported pulling it (the node starts with no manager image).
+func waitManagerPod(t *testing.T, ctx context.Context, dep *appsv1.Deployment, image string) *corev1.Pod {
 	t.Helper()
-	var uids []string
+	digest := registryDigest(t, ctx, image)
+	wantID := strings.TrimSuffix(image, image[strings.LastIndex(image, ":"):]) + "@" + digest
+	pod := &corev1.Pod{}
 	err := poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(dep.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
 			return false, "", err
 		}
-		pods, err := ownedPods(ctx, ps)
-		if err != nil {
-			return false, "", err
+		var live []string
+		for _, p := range pods.Items {
+			live = append(live, fmt.Sprintf("%s (image %s, phase %s, node %q)", p.Name, p.Spec.Containers[0].Image, p.Status.Phase, p.Spec.NodeName))
+			*pod = p
 		}
-		uids = uids[:0]
-		for _, p := range pods {
-			uids = append(uids, string(p.UID))
+		if len(pods.Items) != 1 {
+			return false, fmt.Sprintf("%d manager pods: %v", len(pods.Items), live), nil
 		}
-		slices.Sort(uids)
-		return len(pods) == n && int(ps.Status.AvailableReplicas) == n,
-			fmt.Sprintf("%d pods, %d available", len(pods), ps.Status.AvailableReplicas), nil
+		ready := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		ok := pod.DeletionTimestamp == nil && pod.Spec.Containers[0].Image == image && pod.Spec.NodeName == localcluster.RealNodeName &&
+			pod.Status.Phase == corev1.PodRunning && ready && len(pod.Status.ContainerStatuses) == 1
+		return ok, fmt.Sprintf("manager pod %v, ready %v", live, ready), nil
 	})
-	must(t, err)
-	return uids
+	if err != nil {
+		t.Fatalf("the manager pod of %s: %v", image, err)
+	}
+	if got := pod.Status.ContainerStatuses[0].ImageID; got != wantID {
+		t.Errorf("the manager container runs image %q, want %q (the registry's)", got, wantID)
+	}
+	// The kubelet's event of the pull (an image already on the node has
+	// "already present on machine" instead).
+	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+		var events corev1.EventList
+		if err := k8s.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{"involvedObject.uid": string(pod.UID)}); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range events.Items {
+			seen = append(seen, e.Reason+": "+e.Message)
+			if e.Reason == "Pulled" && strings.HasPrefix(e.Message, "Successfully pulled image \""+image+"\"") {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("no event of pulling %s for pod %s: %v", image, pod.Name, seen), nil
+	}))
+	t.Logf("manager pod %s runs %s, pulled by the node", pod.Name, wantID)
+	return pod
 }
 
-// watchPodChurn records every pod created or deleted in ns from now on;
-// the returned function lists them.
-func watchPodChurn(t *testing.T, ctx context.Context, ns string) func() []string {
+// registryDigest is the digest of the manifest that the registry serves
+// for ref (an upstream name, which the node pulls from the registry).
+func registryDigest(t *testing.T, ctx context.Context, ref string) string {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
+	tag, err := cluster.RegistryRef(ref)
 	must(t, err)
-	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	tr, err := trustingTransport(cluster.CAFile())
 	must(t, err)
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	desc, err := remote.Head(tag, remote.WithContext(ctx), remote.WithTransport(tr))
 	must(t, err)
-	t.Cleanup(w.Stop)
-	events := make(chan string, 1000)
-	var seen []string
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			switch {
-			case ev.Type == watch.Added, ev.Type == watch.Deleted,
-				ev.Type == watch.Modified && p.DeletionTimestamp != nil:
-				select { // never blocks: past 1000 events the test fails anyway
-				case events <- fmt.Sprintf("%s %s", ev.Type, p.Name):
-				default:
-				}
-			}
-		}
-	}()
-	return func() []string {
-		for {
-			select {
-			case e := <-events:
-				seen = append(seen, e)
-			default:
-				return seen
-			}
-		}
+	return desc.Digest.String()
+}
+
+func podUIDs(pods []corev1.Pod) map[types.UID]string {
+	uids := map[types.UID]string{}
+	for _, p := range pods {
+		uids[p.UID] = p.Name
 	}
+	return uids
 }

@@ -9,12 +9,12 @@ package olm_test
 // The CLI commands are run as users run them, against the registry's own
 // name; the images that OLM and the CSV name by their upstream names
 // (quay.io/..., docker.io/...) are pulled from the same registry, which the
-// node's containerd takes as their mirror.
+// node's containerd takes as their mirror. `make test-olmv1` runs the same
+// cluster and publishing with OLM v1 instead (olmv1_test.go).
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -54,17 +54,25 @@ const (
 // version is the bundle's (Makefile VERSION).
 var version string
 
+// setUp starts the cluster with its real node, publishes this version's
+// images to its registry and runs OLM; with OLMV1_BIN (`make test-olmv1`),
+// OLM v1 instead of OLM v0 (olmv1_test.go).
 func setUp(ctx context.Context) error {
+	target, required := "make test-olm-real", []string{"manager.tar", "opm.tar", "olm.tar"}
+	v1 := os.Getenv("OLMV1_BIN") != ""
+	if v1 {
+		target, required = "make test-olmv1", []string{"manager.tar", "opm.tar"}
+	}
 	if version = os.Getenv("VERSION"); version == "" {
-		return errors.New("VERSION must be set; run `make test-olm-real`")
+		return fmt.Errorf("VERSION must be set; run `%s`", target)
 	}
 	node, err := localcluster.RealNodeImages(os.Getenv("NODE_IMAGES"))
 	if err != nil {
 		return err
 	}
-	for _, want := range []string{"manager.tar", "opm.tar", "olm.tar"} {
+	for _, want := range required {
 		if !slices.ContainsFunc(node.Images, func(p string) bool { return filepath.Base(p) == want }) {
-			return fmt.Errorf("no %s among the node's images in %q: run `make test-olm-real`, which builds it", want, os.Getenv("NODE_IMAGES"))
+			return fmt.Errorf("no %s among the node's images in %q: run `%s`, which builds it", want, os.Getenv("NODE_IMAGES"), target)
 		}
 	}
 	// This version's manager, bundle and catalog images reach the registry
@@ -100,6 +108,9 @@ func setUp(ctx context.Context) error {
 	}
 	if err := pushImages(ctx); err != nil {
 		return err
+	}
+	if v1 {
+		return startOLMv1(ctx)
 	}
 	// OLM's catalog operator dials the catalogs of CatalogSources with
 	// spec.image by their Service's DNS name.
