@@ -132,8 +132,9 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint, once more with the realnode tag (its suites replace the !realnode files of test/olm).
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode ./test/...
 
 .PHONY: verify-generated
 verify-generated: generate manifests metrics-docs monitoring-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, docs/metrics.md) differ from what is committed.

@@ -324,7 +324,7 @@ func expectRBACIsTheCSVs(t *testing.T) {
 	Expect(err).NotTo(HaveOccurred())
 	var csv operatorsv1alpha1.ClusterServiceVersion
 	Expect(yaml.Unmarshal(raw, &csv)).To(Succeed())
-	var strategy operatorsv1alpha1.StrategyDetailsDeployment = csv.Spec.InstallStrategy.StrategySpec
+	strategy := csv.Spec.InstallStrategy.StrategySpec
 	var wantCluster, wantNS []rbacv1.PolicyRule
 	for _, p := range strategy.ClusterPermissions {
 		if p.ServiceAccountName == env.operatorSA {

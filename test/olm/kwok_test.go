@@ -133,3 +133,9 @@ func ownedByCatalogSource(o metav1.Object) bool {
 	}
 	return false
 }
+
+// start starts a process of the kwok cluster, stopped with the others.
+func start(name, bin string, args []string, env ...string) error {
+	_, err := startProc(name, bin, args, env...)
+	return err
+}

@@ -287,11 +287,6 @@ func startRestarting(name, bin string, args []string, env ...string) error {
 // stopping is set once stopAll has begun: no process is started again.
 var stopping atomic.Bool
 
-func start(name, bin string, args []string, env ...string) error {
-	_, err := startProc(name, bin, args, env...)
-	return err
-}
-
 func startProc(name, bin string, args []string, env ...string) (*localcluster.Process, error) {
 	p, err := localcluster.StartProcess(name, bin, args, env, filepath.Join(logDir, name+".log"))
 	if err != nil {

@@ -211,7 +211,7 @@ func subscribeCatalogImage(t *testing.T, ctx context.Context) {
 }
 
 // kubectl runs the cluster's kubectl as a user would.
-func kubectl(t *testing.T, ctx context.Context, args ...string) string {
+func kubectl(t *testing.T, ctx context.Context, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins.k8s, "kubectl"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath())
@@ -220,7 +220,6 @@ func kubectl(t *testing.T, ctx context.Context, args ...string) string {
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
 }
 
 // registryRef is ref (an upstream name) as the CLI on this machine reaches
@@ -242,7 +241,7 @@ func registryName(ref string) (string, error) {
 
 // operatorSDK runs operator-sdk as a user would, from an empty directory
 // (it writes ./cache), trusting the cluster's CA for the registry.
-func operatorSDK(t *testing.T, ctx context.Context, args ...string) string {
+func operatorSDK(t *testing.T, ctx context.Context, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins.olm, "operator-sdk"), args...)
 	cmd.Dir = t.TempDir()
@@ -255,7 +254,6 @@ func operatorSDK(t *testing.T, ctx context.Context, args ...string) string {
 	if err != nil {
 		t.Fatalf("operator-sdk %s: %v\n%s\ncatalog log:\n%s", strings.Join(args, " "), err, out.String(), tail(filepath.Join(logDir, "catalog.log"), 20))
 	}
-	return out.String()
 }
 
 // TestRunBundle: `operator-sdk run bundle` installs the operator from the
