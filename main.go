@@ -29,6 +29,7 @@ import (
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
 )
@@ -133,8 +134,8 @@ func main() {
 		operandImage = operand.DefaultOperandImage
 	}
 
-	pods := controllers.NewPodIndex()
-	watchGaps := controllers.NewWatchGaps()
+	pods := podcache.NewPodIndex()
+	watchGaps := podcache.NewWatchGaps()
 	// The PodSet metrics read the PodSet informers' stores at scrape time.
 	podSetMetrics := metrics.NewPodSetCollector()
 	ctrlmetrics.Registry.MustRegister(podSetMetrics)
@@ -180,7 +181,7 @@ func main() {
 		// Set only with leader election; it makes the manager use this lock.
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
-		Cache:                               controllers.CacheOptions(namespaces, pods, podSetMetrics, watchGaps),
+		Cache:                               podcache.CacheOptions(namespaces, pods, podSetMetrics, watchGaps),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")

@@ -35,7 +35,7 @@ import (
 //     nothing until client-go's reflector, after its backoff, watches
 //     again, and meanwhile the cache misses what happened: pods deleted by
 //     others, or, on a replica that took the lease in that gap, pods the
-//     previous leader created (watch_gaps.go).
+//     previous leader created (podcache.WatchGaps).
 //
 // A fourth makes it wait for nothing, possibly for minutes: writes whose
 // events do not come, because the pod watch broke as they were made; they
@@ -110,7 +110,7 @@ func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
 	if r.Fence != nil {
 		d.pauses = r.Fence.Trips()
 	}
-	d.watchFailures = r.WatchGaps.podFailures()
+	d.watchFailures = r.WatchGaps.PodFailures()
 	return d
 }
 

@@ -22,7 +22,7 @@ import (
 // touched.
 func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error {
 	ps := s.podSet
-	candidates, err := r.Pods.candidates(ps.Namespace, ps.Name, ps.UID)
+	candidates, err := r.Pods.Candidates(ps.Namespace, ps.Name, ps.UID)
 	if err != nil {
 		return fmt.Errorf("looking up the PodSet's pods: %w", err)
 	}

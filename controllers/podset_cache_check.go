@@ -10,7 +10,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// While a PodSet watch is down (watch_gaps.go) the cached PodSet may be
+// While a PodSet watch is down (podcache.WatchGaps) the cached PodSet may be
 // older than the API server's: a spec the user changed in the gap (replicas,
 // template, paused), or its deletion. Acting on the cached copy would go on
 // scaling to the replicas it had, or rolling to the template it had, until
@@ -30,7 +30,7 @@ func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s 
 	if read, ok := rec.podSetRead.NewerThan(s.podSet.ResourceVersion); ok {
 		r.actOn(s, read.DeepCopy())
 	}
-	failures := r.WatchGaps.podSetFailures()
+	failures := r.WatchGaps.PodSetFailures()
 	if failures == 0 || rec.podSetReadAfter >= failures {
 		return nil
 	}

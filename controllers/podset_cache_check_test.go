@@ -4,19 +4,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/podcache"
 )
-
-// brokenPodSetWatch makes r see its PodSet watch fail.
-func brokenPodSetWatch(r *PodSetReconciler) {
-	if r.WatchGaps == nil {
-		r.WatchGaps = NewWatchGaps()
-	}
-	r.WatchGaps.podSets.failed(r.WatchGaps.podSets.wrap(&toolscache.ListWatch{}))
-}
 
 // The user scaled the PodSet down while the operator's PodSet watch was
 // down: its cache still has the old replicas. A reconcile brought by a pod
@@ -94,10 +86,8 @@ func TestReconcileReadsThePodSetOnlyWhileItsWatchIsDown(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
 
-	gaps := NewWatchGaps()
-	lw := gaps.podSets.wrap(&toolscache.ListWatch{})
-	gaps.podSets.failed(lw)
-	gaps.podSets.delivering(lw)
+	gaps := podcache.NewWatchGaps()
+	brokenWatch(gaps, &appv1alpha1.PodSet{})()
 	r.WatchGaps = gaps
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -6,7 +6,8 @@
 // template, state, deletion rank), metrics (the podset_* gauges and the
 // operator's counters), and leaderfence (what keeps a leader resumed after a
 // pause from acting), consistency (the expectations, and what was written
-// or read until the cache shows it). What the reconciler remembers about a
+// or read until the cache shows it), podcache (what the manager caches, and
+// whether its watches deliver). What the reconciler remembers about a
 // PodSet between reconciles is its record (podset_record.go), and its
 // timings are in timings.go. docs/architecture.md maps each concern to its
 // files.
@@ -38,6 +39,7 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/podcache"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -64,10 +66,10 @@ type PodSetReconciler struct {
 	Expectations *consistency.Expectations
 	// Pods finds the PodSet's pods in the manager's cache; it must be the
 	// PodIndex given to CacheOptions.
-	Pods *PodIndex
+	Pods *podcache.PodIndex
 	// WatchGaps tells while the pod or PodSet watches are down (nil: never);
 	// it must be the WatchGaps given to CacheOptions.
-	WatchGaps *WatchGaps
+	WatchGaps *podcache.WatchGaps
 	// DefaultImage is the operand image of PodSets that name none.
 	DefaultImage string
 	// BurstReplicas caps the pods created or deleted per reconcile;

@@ -244,7 +244,7 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	// two pods, and adopt the orphan later as one too many (as the
 	// ReplicaSet controller would). That is not what this test is about.
 	g.Eventually(func(g Gomega) {
-		cached, err := suitePods.candidates(ns, "adopter", "")
+		cached, err := suitePods.Candidates(ns, "adopter", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cached).To(ContainElement(HaveField("Name", "orphan")))
 	}, eventually, poll).Should(Succeed())

@@ -195,7 +195,7 @@ func deleteOrphaningDependents(g Gomega, ps *appv1alpha1.PodSet) {
 		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ps), cur))).To(BeTrue())
 	}, eventually, poll).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		cached, err := suitePods.candidates(ps.Namespace, ps.Name, "")
+		cached, err := suitePods.Candidates(ps.Namespace, ps.Name, "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cached).NotTo(BeEmpty())
 		for _, pod := range cached {

@@ -30,6 +30,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/podcache"
 )
 
 // Shared by the integration tests; set up once in TestMain.
@@ -43,7 +44,7 @@ var (
 	// manager's cache.
 	suitePodSetMetrics = metrics.NewPodSetCollector()
 	// suitePods is the suite manager's pod index: what its reconciles see.
-	suitePods *PodIndex
+	suitePods *podcache.PodIndex
 	// suiteCache is the suite manager's cache: what its reconciles read.
 	suiteCache client.Reader
 	// integration is false when no kube-apiserver and etcd were found; the
@@ -99,14 +100,14 @@ func runSuite(m *testing.M) int {
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)
 
-	pods := NewPodIndex()
+	pods := podcache.NewPodIndex()
 	suitePods = pods
-	gaps := NewWatchGaps()
+	gaps := podcache.NewWatchGaps()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(nil, pods, suitePodSetMetrics, gaps),
+		Cache:                  podcache.CacheOptions(nil, pods, suitePodSetMetrics, gaps),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)

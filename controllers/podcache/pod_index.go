@@ -1,4 +1,4 @@
-package controllers
+package podcache
 
 import (
 	"errors"
@@ -58,7 +58,7 @@ func NewPodIndex() *PodIndex { return &PodIndex{} }
 // newInformer builds the manager's informers: pod informers get the
 // reconciler's indexes and are remembered; any other kind is built as
 // controller-runtime builds it by default.
-func (x *PodIndex) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+func (x *PodIndex) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if _, isPod := obj.(*corev1.Pod); !isPod {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}
@@ -84,7 +84,7 @@ func (x *PodIndex) add(indexer toolscache.Indexer) {
 // PodSet uid or carry the PodSet label name, each once. The pods are the
 // cache's own objects: callers must not modify them (adoptPods and
 // releasePod copy first).
-func (x *PodIndex) candidates(namespace, name string, uid types.UID) ([]*corev1.Pod, error) {
+func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*corev1.Pod, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.indexers) == 0 {

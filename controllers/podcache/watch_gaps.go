@@ -1,4 +1,4 @@
-package controllers
+package podcache
 
 import (
 	"context"
@@ -61,9 +61,9 @@ func NewWatchGaps() *WatchGaps {
 
 var gapLog = logf.Log.WithName("watch-gaps")
 
-// wrap returns lw watched for gaps when obj is a pod or a PodSet, lw itself
+// Wrap returns lw watched for gaps when obj is a pod or a PodSet, lw itself
 // otherwise.
-func (g *WatchGaps) wrap(obj runtime.Object, lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+func (g *WatchGaps) Wrap(obj runtime.Object, lw toolscache.ListerWatcher) toolscache.ListerWatcher {
 	if g == nil {
 		return lw
 	}
@@ -76,15 +76,17 @@ func (g *WatchGaps) wrap(obj runtime.Object, lw toolscache.ListerWatcher) toolsc
 	return lw
 }
 
-// podFailures and podSetFailures are watchGaps.open of each kind.
-func (g *WatchGaps) podFailures() uint64 {
+// PodFailures and PodSetFailures count the failures of each kind's
+// watches while one of them is down, and are 0 once every one delivers
+// again (watchGaps.open).
+func (g *WatchGaps) PodFailures() uint64 {
 	if g == nil {
 		return 0
 	}
 	return g.pods.open()
 }
 
-func (g *WatchGaps) podSetFailures() uint64 {
+func (g *WatchGaps) PodSetFailures() uint64 {
 	if g == nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package controllers
+package podcache
 
 import (
 	"time"
@@ -29,7 +29,7 @@ import (
 // failures to gaps (nil for none).
 func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCollector, gaps *WatchGaps) cache.Options {
 	newInformer := func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		informer := pods.newInformer(gaps.wrap(obj, lw), obj, resync, indexers)
+		informer := pods.NewInformer(gaps.Wrap(obj, lw), obj, resync, indexers)
 		if _, isPodSet := obj.(*appv1alpha1.PodSet); isPodSet && podSets != nil {
 			podSets.AddStore(informer.GetStore())
 		}

@@ -1,4 +1,4 @@
-package controllers
+package podcache
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -168,8 +167,8 @@ func TestInformersReportTheirWatchGaps(t *testing.T) {
 		failures func(*WatchGaps) uint64
 		other    func(*WatchGaps) uint64
 	}{
-		{&corev1.Pod{}, (*WatchGaps).podFailures, (*WatchGaps).podSetFailures},
-		{&appv1alpha1.PodSet{}, (*WatchGaps).podSetFailures, (*WatchGaps).podFailures},
+		{&corev1.Pod{}, (*WatchGaps).PodFailures, (*WatchGaps).PodSetFailures},
+		{&appv1alpha1.PodSet{}, (*WatchGaps).PodSetFailures, (*WatchGaps).PodFailures},
 	} {
 		t.Run(fmt.Sprintf("%T", tc.obj), func(t *testing.T) {
 			g := NewWithT(t)
@@ -183,97 +182,4 @@ func TestInformersReportTheirWatchGaps(t *testing.T) {
 			g.Expect(tc.other(gaps)).To(BeZero())
 		})
 	}
-}
-
-// brokenPodWatch makes r's pod index see its pod watch fail, and returns a
-// function that makes it deliver again.
-func brokenPodWatch(r *PodSetReconciler) (recovered func()) {
-	if r.WatchGaps == nil {
-		r.WatchGaps = NewWatchGaps()
-	}
-	lw := r.WatchGaps.pods.wrap(&toolscache.ListWatch{})
-	r.WatchGaps.pods.failed(lw)
-	return func() { r.WatchGaps.pods.delivering(lw) }
-}
-
-func TestPodCacheChecksKeepTheHighestFailureCountChecked(t *testing.T) {
-	g := NewWithT(t)
-	var c podCacheCheck
-	g.Expect(c.upToDate(cacheDoubts{})).To(BeTrue())
-	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeFalse())
-	c.done(cacheDoubts{watchFailures: 1})
-	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeTrue())
-	// The watches deliver again: the failures read 0, and a check then
-	// must not forget the failure it was made after.
-	c.done(cacheDoubts{pauses: 1})
-	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 1})).To(BeTrue())
-	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 2})).To(BeFalse())
-	g.Expect(c.upToDate(cacheDoubts{pauses: 2, watchFailures: 1})).To(BeFalse())
-}
-
-// A replica whose pod watch is down (an API server restart) and that took
-// the lease before its relist has a cache without the pods the previous
-// leader created in the meantime. Acting on it would create them again.
-func TestReconcileWhileThePodWatchIsDownDoesNotActOnACacheBehind(t *testing.T) {
-	g := NewWithT(t)
-	ps := unitPodSet(3)
-	pods := ownedPods(ps, 3)
-	r, c := unitReconciler(t, pods[:1], nil, asObjects(ps, pods)...)
-	brokenPodWatch(r)
-
-	res, err := reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podsIn(g, c)).To(HaveLen(3), "pods were created from a cache the failed watch left behind")
-	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
-	g.Expect(statusOf(g, c, ps).Replicas).To(Equal(int32(3)), "the status reports the cache, not the API server")
-}
-
-// Pods deleted by someone else while the watch is down: the cache still
-// holds them. The PodSet replaces them at once instead of after the relist.
-func TestReconcileWhileThePodWatchIsDownReplacesPodsItsCacheStillHolds(t *testing.T) {
-	g := NewWithT(t)
-	ps := unitPodSet(3)
-	pods := ownedPods(ps, 3)
-	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods[:1])...)
-	r.StatusWriteInterval = 0
-	brokenPodWatch(r)
-
-	_, err := reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podsIn(g, c)).To(HaveLen(3), "the pods deleted while the watch was down were not replaced")
-	g.Expect(statusOf(g, c, ps).PodNames).NotTo(ContainElement(pods[1].Name), "a pod deleted while the watch was down is reported")
-}
-
-// Each failure is checked once per PodSet, and only while a watch is down:
-// once the watches deliver again, their events keep the cache current.
-func TestReconcileChecksThePodCacheOncePerWatchFailure(t *testing.T) {
-	g := NewWithT(t)
-	ps := unitPodSet(3)
-	pods := ownedPods(ps, 3)
-	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
-	recovered := brokenPodWatch(r)
-
-	_, err := reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
-	reader := r.APIReader
-	r.APIReader = nil // any uncached read would now panic
-	_, err = reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-
-	// Delivering again: a PodSet never checked (a standby's) does not
-	// check either.
-	recovered()
-	r.records.forget(client.ObjectKeyFromObject(ps))
-	_, err = reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-
-	// A new failure is checked after, once.
-	r.APIReader = reader
-	brokenPodWatch(r)
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeFalse())
-	_, err = reconcileOnce(r, ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
-	g.Expect(podsIn(g, c)).To(HaveLen(3))
 }

@@ -1,4 +1,4 @@
-package controllers
+package podcache
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *PodIndex {
 	t.Helper()
 	x := NewPodIndex()
 	for _, pods := range stores {
-		informer := x.newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+		informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
 			toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 		for _, pod := range pods {
 			if err := informer.GetStore().Add(pod); err != nil {
@@ -79,7 +79,7 @@ func TestPodIndexCandidates(t *testing.T) {
 			g := NewWithT(t)
 			x := podIndexWith(t, tt.stores...)
 
-			got, err := x.candidates(ps.Namespace, ps.Name, ps.UID)
+			got, err := x.Candidates(ps.Namespace, ps.Name, ps.UID)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(ConsistOf(identicalTo(tt.want)...), "each pod once, and the cached object itself")
@@ -99,7 +99,7 @@ func identicalTo(pods []*corev1.Pod) []any {
 
 func TestPodIndexBeforeTheCacheStarts(t *testing.T) {
 	g := NewWithT(t)
-	_, err := NewPodIndex().candidates("ns", "web", "uid")
+	_, err := NewPodIndex().Candidates("ns", "web", "uid")
 	g.Expect(err).To(MatchError(errPodCacheNotStarted))
 }
 
@@ -107,11 +107,11 @@ func TestPodIndexLeavesOtherInformersAlone(t *testing.T) {
 	g := NewWithT(t)
 	x := NewPodIndex()
 
-	informer := x.newInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0,
+	informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 
 	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveLen(1), "only controller-runtime's namespace index")
-	_, err := x.candidates("ns", "web", "uid")
+	_, err := x.Candidates("ns", "web", "uid")
 	g.Expect(err).To(MatchError(errPodCacheNotStarted), "a ConfigMap informer is not a pod informer")
 }
 
@@ -119,7 +119,7 @@ func TestPodIndexKeepsControllerRuntimesIndexes(t *testing.T) {
 	g := NewWithT(t)
 	x := NewPodIndex()
 
-	informer := x.newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+	informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 
 	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(toolscache.NamespaceIndex))
@@ -157,7 +157,7 @@ func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
 			x := NewPodIndex()
 			x.add(staleIndexer{byIndex: map[string][]any{podControllerUIDIndex: tt.owned, podSetLabelIndex: tt.labelled}})
 
-			got, err := x.candidates(ps.Namespace, ps.Name, ps.UID)
+			got, err := x.Candidates(ps.Namespace, ps.Name, ps.UID)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(HaveExactElements(BeIdenticalTo(tt.want)))
