@@ -21,7 +21,7 @@ import (
 // with nothing to decide was done in a third of the time.
 //
 // A step that also creates still waits for its deletes: the creations that
-// need the room a delete frees are sent as the answers come (surge_room.go),
+// need the room a delete frees are sent as the answers come (podwrites.SurgeRoom),
 // so that they never push the live pods past replicas + maxSurge.
 //
 // What a waiting step did with the answers, the background does when they

@@ -7,7 +7,8 @@
 // operator's counters), and leaderfence (what keeps a leader resumed after a
 // pause from acting), consistency (the expectations, and what was written
 // or read until the cache shows it), podcache (what the manager caches, and
-// whether its watches deliver). What the reconciler remembers about a
+// whether its watches deliver), podwrites (how pod writes are sent, and what
+// a failed one says about the API server). What the reconciler remembers about a
 // PodSet between reconciles is its record (podset_record.go), and its
 // timings are in timings.go. docs/architecture.md maps each concern to its
 // files.
@@ -40,6 +41,7 @@ import (
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/podwrites"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -95,7 +97,7 @@ type PodSetReconciler struct {
 	// wakeUps queues the PodSets that no watch event will bring.
 	wakeUps       *wakeUps
 	lagging       *lagQueue
-	podWriteSlots writeSlots
+	podWriteSlots podwrites.Slots
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.
 	background *backgroundDeletions
@@ -228,7 +230,7 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 	if errors.Is(err, leaderfence.ErrFenced) {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil
 	}
-	if isTransient(err) {
+	if podwrites.IsTransient(err) {
 		logf.FromContext(ctx).Info("the API server is unavailable; retrying", "after", TransientRetryAfter, "error", err.Error())
 		return ctrl.Result{RequeueAfter: TransientRetryAfter}, nil
 	}
@@ -329,7 +331,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if err := mgr.Add(r.lagging); err != nil {
 		return err
 	}
-	r.podWriteSlots = newWriteSlots(DefaultPodWritesInFlight)
+	r.podWriteSlots = podwrites.NewSlots(podwrites.DefaultPodWritesInFlight)
 	r.background = newBackgroundDeletions(r.wakeUps)
 	if err := mgr.Add(r.background); err != nil {
 		return err

@@ -32,6 +32,7 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/podwrites"
 )
 
 func TestStatusChangedPredicate(t *testing.T) {
@@ -212,7 +213,7 @@ func TestTransientErrors(t *testing.T) {
 		{"none", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(isTransient(tc.err)).To(Equal(tc.want))
+			NewWithT(t).Expect(podwrites.IsTransient(tc.err)).To(Equal(tc.want))
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -86,12 +87,12 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		step.createUpdated, step.createOld = 0, 0
 	}
 	// Deletions go first, and a creation that needs the room one of them
-	// frees waits for its answer (surge_room.go), so that a step's
+	// frees waits for its answer (podwrites.SurgeRoom), so that a step's
 	// creations never push the live pods past replicas + maxSurge, not
 	// even briefly.
-	var room *surgeRoom
+	var room *podwrites.SurgeRoom
 	if len(step.victims) > 0 {
-		room = newSurgeRoom(step.headroom)
+		room = podwrites.NewSurgeRoom(step.headroom)
 	}
 	deletesAnswered := r.deletePods(ctx, s, step.victims, room)
 	rs := &s.revisions
@@ -113,7 +114,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		s.outcome.err, s.outcome.failureReason = deleteErr, appv1alpha1.ReasonFailedDelete
 		return deleteErr
 	}
-	if err != nil && !errors.Is(err, errNoRoom) {
+	if err != nil && !errors.Is(err, podwrites.ErrNoRoom) {
 		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedCreate
 		return err
 	}
@@ -145,14 +146,14 @@ var errNamespaceTerminating = errors.New("the namespace is being deleted")
 
 // createPods creates n pods from a revision's template, in slow-start
 // batches. It returns how many were created.
-func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl revision.Template, hash string, n int, room *surgeRoom) (int, error) {
+func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl revision.Template, hash string, n int, room *podwrites.SurgeRoom) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
 	ps := s.podSet
 	var created, uncertain atomic.Int32
-	_, err := slowStartBatch(ctx, n, r.podWriteSlots, func() error {
-		if err := room.take(ctx); err != nil {
+	_, err := podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
+		if err := room.Take(ctx); err != nil {
 			return err
 		}
 		// A pause can fall in the middle of a step: each write checks
@@ -170,7 +171,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 				// it; every further create would be refused too.
 				return errNamespaceTerminating
 			}
-			if mayHaveReachedServer(err) {
+			if podwrites.MayHaveReachedServer(err) {
 				uncertain.Add(1)
 				metrics.PodCreates.WithLabelValues("uncertain").Inc()
 			} else {
@@ -210,11 +211,11 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 // that waits for their answers and returns the first failure; each pod
 // deleted frees room for one creation (room may be nil when the step
 // creates nothing). The caller has expected their deletions.
-func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod, room *surgeRoom) func() error {
+func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod, room *podwrites.SurgeRoom) func() error {
 	if len(victims) == 0 {
 		return func() error { return nil }
 	}
-	wait := r.sendDeletes(ctx, ctx, s.podSet, s.key, victims, room.freed)
+	wait := r.sendDeletes(ctx, ctx, s.podSet, s.key, victims, room.Freed)
 	var (
 		deleted int
 		err     error
@@ -225,7 +226,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 	go func() {
 		defer close(done)
 		deleted, err = wait()
-		room.allAnswered()
+		room.AllAnswered()
 	}()
 	return func() error {
 		<-done
@@ -268,7 +269,7 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 		errs    []error
 	)
 	for _, pod := range victims {
-		if err := r.podWriteSlots.take(ctx); err != nil {
+		if err := r.podWriteSlots.Take(ctx); err != nil {
 			// The manager is stopping: this deletion is not sent.
 			mu.Lock()
 			r.Expectations.DeletionObserved(key, pod.UID)
@@ -277,7 +278,7 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 			continue
 		}
 		wg.Go(func() {
-			defer r.podWriteSlots.give()
+			defer r.podWriteSlots.Give()
 			err := r.fenceAllows()
 			if err == nil {
 				// The UID precondition keeps a namesake created

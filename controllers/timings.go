@@ -107,7 +107,7 @@ const FencedRecheckInterval = 5 * time.Second
 // minutes that way. Retrying at a fixed, short interval costs one refused
 // connection per PodSet per interval while the server is away.
 //
-// Used in transient_errors.go.
+// Used in podset_controller.go (retry), for what podwrites.IsTransient says.
 const TransientRetryAfter = 2 * time.Second
 
 // newExpectations returns the reconciler's expectations, with the timings

@@ -21,35 +21,6 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 )
 
-func TestSurgeRoom(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	// One pod above the bound: the first deletion frees no room.
-	room := newSurgeRoom(-1)
-	took := make(chan error, 3)
-	for range 3 {
-		go func() { took <- room.take(ctx) }()
-	}
-	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive())
-	room.freed()
-	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive(), "the first deletion only brings the pods down to the bound")
-	room.freed()
-	g.Eventually(took).Should(Receive(BeNil()))
-	g.Consistently(took, 50*time.Millisecond).ShouldNot(Receive(), "one deletion, one creation")
-	room.freed()
-	g.Eventually(took).Should(Receive(BeNil()))
-	room.allAnswered()
-	g.Eventually(took).Should(Receive(MatchError(errNoRoom)), "no room will ever come for the last one")
-
-	g.Expect(newSurgeRoom(2).take(ctx)).To(Succeed(), "the headroom needs no deletion")
-	var none *surgeRoom
-	g.Expect(none.take(ctx)).To(Succeed(), "a step without deletions has room for all its creations")
-
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	g.Expect(newSurgeRoom(0).take(canceled)).To(MatchError(context.Canceled))
-}
-
 // rollingPodSet is ps with a new image and a rolling update of no surge and
 // maxUnavailable pods: each step deletes old pods and creates as many.
 func rollingPodSet(replicas int32, maxUnavailable int32) (*appv1alpha1.PodSet, []*corev1.Pod) {

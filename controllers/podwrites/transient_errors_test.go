@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestMayHaveReachedServer(t *testing.T) {
 		{"refused by the leader fence, as client-go wraps it: never sent", &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/ns/pods", Err: leaderfence.ErrFenced}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(mayHaveReachedServer(tc.err)).To(Equal(tc.want))
+			NewWithT(t).Expect(MayHaveReachedServer(tc.err)).To(Equal(tc.want))
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // isTransient reports whether every error in err comes from the API server
 // being unreachable, restarting, overloaded or timing out, not from what was
 // asked of it.
-func isTransient(err error) bool {
+func IsTransient(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -31,7 +31,7 @@ func isTransient(err error) bool {
 	}
 	if len(errs) > 1 {
 		for _, e := range errs {
-			if e != nil && !isTransient(e) {
+			if e != nil && !IsTransient(e) {
 				return false
 			}
 		}
@@ -60,7 +60,7 @@ func isTransient(err error) bool {
 // committed. A 1000-pod rollout on a loaded machine once created one pod
 // more than it replaced, and this is one way it can; counted as made, the
 // pod is waited for 3 s, then the cache is checked against the API server.
-func mayHaveReachedServer(err error) bool {
+func MayHaveReachedServer(err error) bool {
 	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
 		return true
 	}

@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"context"
@@ -20,18 +20,18 @@ const slowStartInitialBatch = 1
 // Each call holds one of slots while it runs (see DefaultPodWritesInFlight);
 // a call that cannot get one before ctx ends is not made, and counts as
 // failed with ctx's error.
-func slowStartBatch(ctx context.Context, count int, slots writeSlots, fn func() error) (int, error) {
+func SlowStart(ctx context.Context, count int, slots Slots, fn func() error) (int, error) {
 	successes := 0
 	for remaining, batch := count, min(count, slowStartInitialBatch); batch > 0; batch = min(2*batch, remaining) {
 		errs := make(chan error, batch)
 		var wg sync.WaitGroup
 		for range batch {
-			if err := slots.take(ctx); err != nil {
+			if err := slots.Take(ctx); err != nil {
 				errs <- err
 				continue
 			}
 			wg.Go(func() {
-				defer slots.give()
+				defer slots.Give()
 				if err := fn(); err != nil {
 					errs <- err
 				}

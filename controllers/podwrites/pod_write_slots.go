@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import "context"
 
@@ -18,15 +18,15 @@ import "context"
 // PodSet alone sends each batch at once, as before.
 const DefaultPodWritesInFlight = 500
 
-// writeSlots bounds the pod writes in flight: a call takes a slot before it
+// Slots bounds the pod writes in flight: a call takes a slot before it
 // starts (before its goroutine and its pod even exist) and gives it back
-// when its request is answered. A nil writeSlots bounds nothing.
-type writeSlots chan struct{}
+// when its request is answered. A nil Slots bounds nothing.
+type Slots chan struct{}
 
-func newWriteSlots(n int) writeSlots { return make(writeSlots, n) }
+func NewSlots(n int) Slots { return make(Slots, n) }
 
 // take waits for a free slot, or for ctx to end.
-func (s writeSlots) take(ctx context.Context) error {
+func (s Slots) Take(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
@@ -39,7 +39,7 @@ func (s writeSlots) take(ctx context.Context) error {
 }
 
 // give frees a slot taken by take.
-func (s writeSlots) give() {
+func (s Slots) Give() {
 	if s != nil {
 		<-s
 	}

@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 // answered lands after it in the API server's order, so no watcher ever sees
 // more live pods than replicas + maxSurge.
 //
-// surgeRoom counts that room. A delete that fails frees none: the creations
+// SurgeRoom counts that room. A delete that fails frees none: the creations
 // that waited for it are not sent, and the step reports the failure as one
 // that waited for all its deletes would have.
-type surgeRoom struct {
+type SurgeRoom struct {
 	mu sync.Mutex
 	// room is how many creations may still start; negative while the
 	// live pods are above the bound.
@@ -35,19 +35,19 @@ type surgeRoom struct {
 	changed chan struct{}
 }
 
-// errNoRoom stops the creations of a step whose deletions have all been
+// ErrNoRoom stops the creations of a step whose deletions have all been
 // answered without making room for them (one failed). It is not a failure
 // of the creations: the caller reports the deletion's.
-var errNoRoom = errors.New("no room under replicas + maxSurge: a deletion the creation waited for failed")
+var ErrNoRoom = errors.New("no room under replicas + maxSurge: a deletion the creation waited for failed")
 
-func newSurgeRoom(headroom int) *surgeRoom {
-	return &surgeRoom{room: headroom, changed: make(chan struct{})}
+func NewSurgeRoom(headroom int) *SurgeRoom {
+	return &SurgeRoom{room: headroom, changed: make(chan struct{})}
 }
 
-// take waits until one creation may start, and counts it. It returns
-// errNoRoom when none ever will, or ctx's error. A nil surgeRoom always has
+// Take waits until one creation may start, and counts it. It returns
+// ErrNoRoom when none ever will, or ctx's error. A nil SurgeRoom always has
 // room (a step without deletions).
-func (g *surgeRoom) take(ctx context.Context) error {
+func (g *SurgeRoom) Take(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (g *surgeRoom) take(ctx context.Context) error {
 		}
 		if g.answered {
 			g.mu.Unlock()
-			return errNoRoom
+			return ErrNoRoom
 		}
 		changed := g.changed
 		g.mu.Unlock()
@@ -72,23 +72,23 @@ func (g *surgeRoom) take(ctx context.Context) error {
 	}
 }
 
-// freed records one deletion answered: its pod is no longer live.
-func (g *surgeRoom) freed() {
+// Freed records one deletion answered: its pod is no longer live.
+func (g *SurgeRoom) Freed() {
 	if g == nil {
 		return
 	}
 	g.update(func() { g.room++ })
 }
 
-// allAnswered records that no more deletions will be answered.
-func (g *surgeRoom) allAnswered() {
+// AllAnswered records that no more deletions will be answered.
+func (g *SurgeRoom) AllAnswered() {
 	if g == nil {
 		return
 	}
 	g.update(func() { g.answered = true })
 }
 
-func (g *surgeRoom) update(change func()) {
+func (g *SurgeRoom) update(change func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	change()

@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestSlowStartBatchZeroCountCallsNothing(t *testing.T) {
 	g := NewWithT(t)
 	calls := &failingCalls{}
 
-	successes, err := slowStartBatch(context.Background(), 0, nil, calls.fn)
+	successes, err := SlowStart(context.Background(), 0, nil, calls.fn)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(BeZero())
@@ -42,7 +42,7 @@ func TestSlowStartBatchAllSucceed(t *testing.T) {
 			g := NewWithT(t)
 			calls := &failingCalls{}
 
-			successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
+			successes, err := SlowStart(context.Background(), tt.count, nil, calls.fn)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(successes).To(Equal(tt.count))
@@ -64,7 +64,7 @@ func TestSlowStartBatchBatchBoundaries(t *testing.T) {
 					g := NewWithT(t)
 					calls := &failingCalls{failing: map[int]bool{failing: true}}
 
-					successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
+					successes, err := SlowStart(context.Background(), tt.count, nil, calls.fn)
 
 					g.Expect(calls.made).To(Equal(last), "call %d fails, in batch %d", failing, k+1)
 					g.Expect(successes).To(Equal(last-1), "call %d fails", failing)
@@ -103,7 +103,7 @@ func TestSlowStartBatchStopsAfterTheBatchThatFailed(t *testing.T) {
 				wantErrs = append(wantErrs, callError(i))
 			}
 
-			successes, err := slowStartBatch(context.Background(), tt.count, nil, calls.fn)
+			successes, err := SlowStart(context.Background(), tt.count, nil, calls.fn)
 
 			g.Expect(calls.made).To(Equal(tt.wantCalls))
 			g.Expect(successes).To(Equal(tt.wantSuccesses))
@@ -124,7 +124,7 @@ func TestSlowStartBatchRunsTheCallsOfABatchConcurrently(t *testing.T) {
 	g.Expect(batchesByFailure(10)).To(Equal(want), "batches cut wrongly, the barrier would never open")
 	b := newBatchBarrier(want)
 
-	successes, err := slowStartBatch(context.Background(), 10, nil, b.call)
+	successes, err := SlowStart(context.Background(), 10, nil, b.call)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(Equal(10))
@@ -157,7 +157,7 @@ func batchesByFailure(count int) []int {
 	var batches []int
 	for first := 1; first <= count; {
 		calls := &failingCalls{failing: map[int]bool{first: true}}
-		_, _ = slowStartBatch(context.Background(), count, nil, calls.fn)
+		_, _ = SlowStart(context.Background(), count, nil, calls.fn)
 		if calls.made < first {
 			break
 		}
@@ -220,7 +220,7 @@ func (b *batchBarrier) call() error {
 // more run at once than there are slots, and every call is still made.
 func TestSlowStartBatchHoldsAWriteSlotPerCall(t *testing.T) {
 	g := NewWithT(t)
-	slots := newWriteSlots(3)
+	slots := NewSlots(3)
 	var mu sync.Mutex
 	running, most, made := 0, 0, 0
 	fn := func() error {
@@ -236,7 +236,7 @@ func TestSlowStartBatchHoldsAWriteSlotPerCall(t *testing.T) {
 		return nil
 	}
 
-	successes, err := slowStartBatch(context.Background(), 40, slots, fn)
+	successes, err := SlowStart(context.Background(), 40, slots, fn)
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(successes).To(Equal(40))
@@ -249,13 +249,13 @@ func TestSlowStartBatchHoldsAWriteSlotPerCall(t *testing.T) {
 // counts as failed: the caller lowers its expectations by it.
 func TestSlowStartBatchStopsWhenNoSlotComesBeforeTheContextEnds(t *testing.T) {
 	g := NewWithT(t)
-	slots := newWriteSlots(1)
-	g.Expect(slots.take(context.Background())).To(Succeed()) // held elsewhere
+	slots := NewSlots(1)
+	g.Expect(slots.Take(context.Background())).To(Succeed()) // held elsewhere
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	calls := &failingCalls{}
 
-	successes, err := slowStartBatch(ctx, 5, slots, calls.fn)
+	successes, err := SlowStart(ctx, 5, slots, calls.fn)
 
 	g.Expect(err).To(MatchError(context.Canceled))
 	g.Expect(successes).To(BeZero())

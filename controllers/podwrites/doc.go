@@ -1,0 +1,6 @@
+// Package podwrites holds how the reconciler sends pod writes: the bound on
+// writes in flight across all PodSets (Slots), creates sent in batches that
+// double while they succeed (SlowStart), a rolling step's creations sent as
+// its deletions make room (SurgeRoom), and what a failed write says about
+// the API server (IsTransient, MayHaveReachedServer). It knows no PodSet.
+package podwrites
