@@ -68,8 +68,10 @@ const (
 // the alerting rules loaded, and an alert raised by a PodSet that a quota
 // stops. The CRDs and everything of the Prometheus Operator's are removed
 // when the test ends; the ServiceMonitor and PrometheusRule stay, for the
-// caller to see them go with the operator.
-func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) {
+// caller to see them go with the operator. Once they are gone, the function
+// it returns checks that the Prometheus Operator has dropped them from the
+// configuration and the rule files it generates.
+func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (dropped func()) {
 	t.Helper()
 	dir := os.Getenv("PROMETHEUS_OPERATOR_BIN")
 	if dir == "" {
@@ -309,6 +311,31 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) {
 
 	must(t, k8s.Delete(ctx, ps))
 	waitForNoOperandPods(t, ctx, alertNS)
+
+	return func() {
+		t.Helper()
+		must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+			secret := &corev1.Secret{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: prometheusNamespace, Name: "prometheus-" + prometheusName}, secret); err != nil {
+				return false, "", err
+			}
+			config, err := gunzipYAML(secret.Data["prometheus.yaml.gz"])
+			if err != nil {
+				return false, "", err
+			}
+			if slices.Contains(scrapeJobs(config), job) {
+				return false, "the generated configuration still has " + job, nil
+			}
+			// Elsewhere than the running Prometheus's files.
+			ruleFiles, err := materializePodFiles(ctx, sts, filepath.Join(pod, "after-uninstall"))
+			if err != nil {
+				return false, "", err
+			}
+			return !slices.ContainsFunc(ruleFiles, func(f string) bool { return strings.Contains(f, ns+"-podset-operator-rules-") }),
+				fmt.Sprintf("the rule files still hold the PrometheusRule of %s: %v", ns, ruleFiles), nil
+		}))
+		t.Logf("the Prometheus Operator dropped the job and the rule file of %s", ns)
+	}
 }
 
 // serviceMonitorName is the manager's ServiceMonitor.

@@ -289,7 +289,7 @@ func TestRunBundle(t *testing.T) {
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "podset-sample"}, ps))
 	waitForRunningPods(t, ctx, ps)
 
-	checkPrometheusOperator(t, ctx, ns)
+	prometheusOperatorDropped := checkPrometheusOperator(t, ctx, ns)
 
 	// Uninstall as the README says: the PodSets first, while the operator
 	// and the CRD are there (the garbage collector deletes their pods; it
@@ -335,6 +335,7 @@ func TestRunBundle(t *testing.T) {
 			return len(list.Items) == 0, fmt.Sprintf("%d %s left in %s after cleanup", len(list.Items), kind, ns), nil
 		}))
 	}
+	prometheusOperatorDropped()
 }
 
 // createBaselineNamespace creates ns enforcing the baseline profile, not
