@@ -196,8 +196,9 @@ case "$tool" in
     # their ServiceMonitor jobs use Kubernetes service discovery, which
     # Debian's package is built without. Built as its README says to choose
     # the service discovery plugins: plugins.yml, then `make plugins` (go
-    # generate); Kubernetes' is the only one kept, which also keeps the cloud
-    # SDKs out of the build. The 3.x releases are module versions v0.3XX.Y
+    # generate). Of its optional ones only Kubernetes' is kept (file and HTTP
+    # discovery are always built in), which also keeps the cloud SDKs out of
+    # the build. The 3.x releases are module versions v0.3XX.Y
     # (3.9.1 is v0.309.1). The web UI's assets are not built in; the HTTP
     # API does not need them.
     v=${PROMETHEUS_SERVER_VERSION#v}; major=${v%%.*}; rest=${v#*.}; minor=${rest%%.*}; patch=${rest#*.}
