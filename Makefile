@@ -52,13 +52,20 @@ GRPC_HEALTH_PROBE_VERSION ?= v0.4.61
 PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 # The Prometheus Operator release whose ServiceMonitor and PrometheusRule
 # CRDs (from its Go module) the monitoring envtest and one test-olm run
-# install. v0.87.0 and v0.86.0 are refused by the module proxy.
+# install, and whose operator test-olm-real runs (built from the module,
+# hack/build-tool.sh). v0.87.0 and v0.86.0 are refused by the module proxy.
 PROMETHEUS_OPERATOR_VERSION ?= v0.89.0
+# The Prometheus that test-olm-real runs with the configuration the
+# Prometheus Operator generates: the release that PROMETHEUS_OPERATOR_VERSION
+# deploys by default, built from its Go module (hack/build-tool.sh), since
+# Debian's package lacks the Kubernetes service discovery that a
+# ServiceMonitor's scrape job uses.
+PROMETHEUS_SERVER_VERSION ?= v3.9.1
 # OLM v1: operator-controller and catalogd, the same release of one module.
 OPERATOR_CONTROLLER_VERSION ?= v1.5.1
 # kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
-export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION
+export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
 
 LOCALBIN ?= $(CURDIR)/bin
 # kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, kwok:
@@ -70,6 +77,10 @@ OLMV1_BIN ?= $(LOCALBIN)/olmv1-$(OPERATOR_CONTROLLER_VERSION)
 PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
 PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
+# The Prometheus Operator (prometheus-operator), its prometheus-config-reloader,
+# all its CRDs (crds/), its example Prometheus RBAC (rbac-prometheus/), and
+# the Prometheus it runs (prometheus).
+PROMETHEUS_OPERATOR_BIN ?= $(LOCALBIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)-prometheus-$(PROMETHEUS_SERVER_VERSION)
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -338,8 +349,9 @@ test-olmv1: cluster-tools real-node-tools olmv1-tools $(NODE_IMAGES)/opm.tar $(N
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=20m -run '^TestOLMv1$$'
 
 .PHONY: test-olm-real
-test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running) and cleanup, run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
+test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running), the Prometheus Operator installed afterwards and a Prometheus running its generated configuration, scraping and alerting through the manager's ServiceMonitor and PrometheusRule, and cleanup; run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" PREVIOUS_VERSION="$(PREVIOUS_VERSION)" \
+	  PROMETHEUS_OPERATOR_BIN="$(PROMETHEUS_OPERATOR_BIN)" \
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=30m -run '^(TestRunBundle|TestBundleUpgrade|TestCatalogUpgrade)$$'
 
 ##@ Local cluster and end-to-end
@@ -434,6 +446,9 @@ $(MONITORING_CRDS):
 $(PROMTOOL):
 	hack/install-prometheus.sh $(PROMETHEUS_DEB_VERSION) $(PROMETHEUS_BIN)
 
+$(PROMETHEUS_OPERATOR_BIN)/%:
+	hack/build-tool.sh $* $(PROMETHEUS_OPERATOR_BIN)
+
 .PHONY: envtest-assets
 envtest-assets: $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd ## Build kube-apiserver and etcd for envtest.
 
@@ -455,7 +470,7 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb \
-	  $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd
+	  $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus
 
 .PHONY: real-node-tools
 real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.

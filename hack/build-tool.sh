@@ -22,6 +22,8 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 : "${OPERATOR_SDK_VERSION:=v1.34.1}"
 : "${CONTROLLER_RUNTIME_VERSION:=v0.25.2}" # the project's (go.mod)
 : "${OPERATOR_CONTROLLER_VERSION:=v1.5.1}" # OLM v1: operator-controller and catalogd
+: "${PROMETHEUS_OPERATOR_VERSION:=v0.89.0}"
+: "${PROMETHEUS_SERVER_VERSION:=v3.9.1}"    # the Prometheus it runs by default
 
 # One build per tool at a time: CI builds the tools in the background
 # (make prebuild-tools) while its steps run, and a step that needs a tool
@@ -161,6 +163,52 @@ case "$tool" in
     cp "$src/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" \
       "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$out/olmv1-crds/"
     chmod -R u+w "$out/olmv1-crds" ;;
+  prometheus-operator|prometheus-config-reloader)
+    # The Prometheus Operator, and the program its Prometheus pods run
+    # beside Prometheus to turn the generated configuration into the file
+    # Prometheus reads. Its go.mod replaces its two sub-modules
+    # (pkg/apis/monitoring, pkg/client) with their directories in the same
+    # tree; the wrapper requires them as published at the same tag instead,
+    # which is the same source. The checksum database does not know
+    # pkg/client at this tag.
+    mod=github.com/prometheus-operator/prometheus-operator
+    export GONOSUMDB="$GONOSUMDB,$mod/pkg/client"
+    pkg=$mod/cmd/operator; [ "$tool" = prometheus-config-reloader ] && pkg=$mod/cmd/$tool
+    wrapper "$mod" "$PROMETHEUS_OPERATOR_VERSION" "$pkg"
+    go mod edit -require="$mod/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_VERSION" -require="$mod/pkg/client@$PROMETHEUS_OPERATOR_VERSION"
+    go mod tidy >/dev/null
+    # What the release build stamps: the operator names the config
+    # reloader's image by its own version.
+    v=github.com/prometheus/common/version
+    go build -trimpath -ldflags "-s -w -X $v.Version=${PROMETHEUS_OPERATOR_VERSION#v} -X $v.Revision=$PROMETHEUS_OPERATOR_VERSION -X $v.Branch=release" \
+      -o "$bin" "$pkg"
+    if [ "$tool" = prometheus-operator ]; then
+      # All the CRDs it serves, and the RBAC of its example Prometheus, as
+      # its getting-started guide applies them.
+      src=$(go list -m -f '{{.Dir}}' "$mod")
+      rm -rf "$out/crds" "$out/rbac-prometheus" && mkdir -p "$out/crds" "$out/rbac-prometheus"
+      cp "$src"/example/prometheus-operator-crd/*.yaml "$out/crds/"
+      cp "$src"/example/rbac/prometheus/prometheus-{service-account,cluster-role,cluster-role-binding}.yaml "$out/rbac-prometheus/"
+      chmod -R u+w "$out/crds" "$out/rbac-prometheus"
+    fi ;;
+  prometheus)
+    # Prometheus for the configurations the Prometheus Operator generates:
+    # their ServiceMonitor jobs use Kubernetes service discovery, which
+    # Debian's package is built without. Built as its README says to choose
+    # the service discovery plugins: plugins.yml, then `make plugins` (go
+    # generate). Of its optional ones only Kubernetes' is kept (file and HTTP
+    # discovery are always built in), which also keeps the cloud SDKs out of
+    # the build. The 3.x releases are module versions v0.3XX.Y
+    # (3.9.1 is v0.309.1). The web UI's assets are not built in; the HTTP
+    # API does not need them.
+    v=${PROMETHEUS_SERVER_VERSION#v}; major=${v%%.*}; rest=${v#*.}; minor=${rest%%.*}; patch=${rest#*.}
+    module_src github.com/prometheus/prometheus "v0.$((major * 100 + minor)).$patch"
+    cd src
+    echo "- github.com/prometheus/prometheus/discovery/kubernetes" >plugins.yml
+    go generate -tags plugins ./plugins
+    cv=github.com/prometheus/common/version
+    go build -mod=mod -trimpath -ldflags "-s -w -X $cv.Version=$v -X $cv.Revision=$PROMETHEUS_SERVER_VERSION -X $cv.Branch=release" \
+      -o "$bin" ./cmd/prometheus ;;
   *) echo "unknown tool: $tool" >&2; exit 2 ;;
 esac
 mv "$bin" "$out/$tool"

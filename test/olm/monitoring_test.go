@@ -5,7 +5,6 @@ package olm_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,8 +23,6 @@ import (
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
 )
-
-const monitoringGroup = "monitoring.coreos.com"
 
 // monitoringServed reports whether the cluster serves the Prometheus
 // Operator's API.
@@ -109,31 +105,6 @@ func deploymentPod(t *testing.T, ctx context.Context, dep *appsv1.Deployment) st
 	return name
 }
 
-// checkMonitoringObjects waits for the manager's ServiceMonitor and
-// PrometheusRule in ns and compares them with what the manager embeds (the
-// source of truth), owned by dep.
-func checkMonitoringObjects(t *testing.T, ctx context.Context, ns string, dep *appsv1.Deployment) {
-	t.Helper()
-	want, err := monitoring.Objects(ns, &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID})
-	must(t, err)
-	for _, w := range want {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(w.GroupVersionKind())
-		must(t, poll(ctx, time.Minute, func() (bool, string, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(w), got)
-			return err == nil, w.GetKind() + " " + w.GetName() + " not there", client.IgnoreNotFound(err)
-		}))
-		if !equalJSON(t, got.Object["spec"], w.Object["spec"]) {
-			t.Errorf("%s %s/%s spec differs from the embedded manifest:\ngot  %v\nwant %v", w.GetKind(), ns, w.GetName(), got.Object["spec"], w.Object["spec"])
-		}
-		if !equalJSON(t, got.GetLabels(), w.GetLabels()) || !equalJSON(t, got.GetOwnerReferences(), w.GetOwnerReferences()) {
-			t.Errorf("%s %s/%s: labels %v, owners %v; want %v, %v", w.GetKind(), ns, w.GetName(),
-				got.GetLabels(), got.GetOwnerReferences(), w.GetLabels(), w.GetOwnerReferences())
-		}
-		t.Logf("%s %s/%s applied by the manager, owned by Deployment %s", w.GetKind(), ns, w.GetName(), dep.Name)
-	}
-}
-
 // monitoringLog returns the lines of the manager's log written by its
 // monitoring logger.
 func monitoringLog(t *testing.T, p *localcluster.Process) []string {
@@ -147,15 +118,4 @@ func monitoringLog(t *testing.T, p *localcluster.Process) []string {
 		}
 	}
 	return lines
-}
-
-// equalJSON compares two values by their JSON form (the API server's copy
-// and the decoded manifest hold numbers and maps as different Go types).
-func equalJSON(t *testing.T, a, b any) bool {
-	t.Helper()
-	ja, err := json.Marshal(a)
-	must(t, err)
-	jb, err := json.Marshal(b)
-	must(t, err)
-	return bytes.Equal(ja, jb)
 }

@@ -34,6 +34,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
 )
 
@@ -259,10 +261,12 @@ func operatorSDK(t *testing.T, ctx context.Context, args ...string) {
 // TestRunBundle: `operator-sdk run bundle` installs the operator from the
 // bundle image in the registry, with OLM's unpack Job and the CLI's catalog
 // pod really running; the CSV's Deployment runs the manager image on the
-// node and it manages a PodSet; `operator-sdk cleanup` then removes
-// everything it installed.
+// node and it manages a PodSet. The Prometheus Operator, installed then,
+// scrapes and alerts through the ServiceMonitor and PrometheusRule that the
+// manager applies (checkPrometheusOperator). `operator-sdk cleanup` then
+// removes everything it installed, and the two objects go with it.
 func TestRunBundle(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := "podset-run-bundle"
 	createBaselineNamespace(t, ctx, ns)
@@ -293,6 +297,8 @@ func TestRunBundle(t *testing.T) {
 	ps := &appv1alpha1.PodSet{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "podset-sample"}, ps))
 	waitForRunningPods(t, ctx, ps)
+
+	prometheusOperatorDropped := checkPrometheusOperator(t, ctx, ns)
 
 	// Uninstall as the README says: the PodSets first, while the operator
 	// and the CRD are there (the garbage collector deletes their pods; it
@@ -325,6 +331,20 @@ func TestRunBundle(t *testing.T) {
 		}
 		return len(left) == 0, "left after cleanup: " + strings.Join(left, ", "), nil
 	}))
+	// The ServiceMonitor and PrometheusRule went with the manager's
+	// Deployment, which owned them.
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(monitoring.GroupVersion)
+		list.SetKind(kind + "List")
+		must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+			if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return false, "", err
+			}
+			return len(list.Items) == 0, fmt.Sprintf("%d %s left in %s after cleanup", len(list.Items), kind, ns), nil
+		}))
+	}
+	prometheusOperatorDropped()
 }
 
 // createBaselineNamespace creates ns enforcing the baseline profile, not
