@@ -20,10 +20,7 @@ type podOption = operandtest.Option
 
 var (
 	unitPod              = operandtest.Pod
-	unscheduled          = operandtest.Unscheduled
-	inPhase              = operandtest.InPhase
 	readySince           = operandtest.ReadySince
-	notReadySince        = operandtest.NotReadySince
 	terminatingSince     = operandtest.TerminatingSince
 	newerResourceVersion = operandtest.NewerResourceVersion
 	withPodLabels        = operandtest.WithLabels

@@ -222,10 +222,10 @@ func TestReconcileAfterAPauseReplacesPodsItsCacheStillHolds(t *testing.T) {
 		g.Expect(res.RequeueAfter).To(Equal(PodCacheRecheckInterval))
 	}
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
-	status := statusOf(g, c, ps)
-	g.Expect(status.Replicas).To(Equal(int32(3)))
-	g.Expect(status.PodNames).To(ContainElement(pods[0].Name))
-	g.Expect(status.PodNames).NotTo(ContainElement(pods[1].Name), "a pod deleted during the pause is reported")
+	st := statusOf(g, c, ps)
+	g.Expect(st.Replicas).To(Equal(int32(3)))
+	g.Expect(st.PodNames).To(ContainElement(pods[0].Name))
+	g.Expect(st.PodNames).NotTo(ContainElement(pods[1].Name), "a pod deleted during the pause is reported")
 }
 
 // A settled PodSet (every pod there and available) has nothing to do on the

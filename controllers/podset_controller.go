@@ -8,10 +8,11 @@
 // pause from acting), consistency (the expectations, and what was written
 // or read until the cache shows it), podcache (what the manager caches, and
 // whether its watches deliver), podwrites (how pod writes are sent, and what
-// a failed one says about the API server). What the reconciler remembers about a
-// PodSet between reconciles is its record (podset_record.go), and its
-// timings are in timings.go. docs/architecture.md maps each concern to its
-// files.
+// a failed one says about the API server), status (the status and its
+// conditions, when a changed one is written, and its patch; updateStatus
+// calls it). What the reconciler remembers about a PodSet between reconciles
+// is its record (podset_record.go), and its timings are in timings.go.
+// docs/architecture.md maps each concern to its files.
 package controllers
 
 import (
@@ -40,8 +41,10 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/status"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -135,7 +138,7 @@ type podSetScope struct {
 	// revision, issued beside its first pods (startFirstRevision).
 	firstRevision <-chan error
 	// outcome is what the scaling phase did.
-	outcome scaleOutcome
+	outcome status.Outcome
 	// statusWait is how long until a status write held back by the pacer
 	// is due; 0 when none is held back.
 	statusWait time.Duration
@@ -243,8 +246,8 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 // progress deadline passes.
 func nextWakeUp(s *podSetScope) time.Duration {
 	now := time.Now()
-	next := nextAvailabilityCheck(s.pods, minReady(s.podSet), now)
-	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, s.cacheRecheck, progressDeadlineIn(s.podSet, s.podSet.Status, now)} {
+	next := status.NextAvailabilityCheck(s.pods, operand.MinReady(s.podSet), now)
+	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, s.cacheRecheck, status.ProgressDeadlineIn(s.podSet, s.podSet.Status, now)} {
 		if w > 0 && (next == 0 || w < next) {
 			next = w
 		}
@@ -254,7 +257,7 @@ func nextWakeUp(s *podSetScope) time.Duration {
 
 // updateStatus writes the status computed from the observed pods, when it
 // differs from what the PodSet already reports and is worth a write now (see
-// status_pacing.go).
+// status.WriteIsUrgent, status.WriteCanWait and status.Pacing).
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
 	if s.notOnServer {
 		// A status patch names the PodSet: it would land on a namesake.
@@ -262,20 +265,20 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 	}
 	now := time.Now()
 	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
-	status := computeStatus(s.podSet, s.pods, &s.revisions, s.outcome, now)
+	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.pods, now), s.outcome, now)
 	switch {
-	case equality.Semantic.DeepEqual(status, s.podSet.Status):
+	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
 		return nil
-	case statusWriteIsUrgent(s.podSet.Status, status, s.podSet.DesiredReplicas(), s.outcome):
-	case pacing.overdue(interval, now):
+	case status.WriteIsUrgent(s.podSet.Status, computed, s.podSet.DesiredReplicas(), s.outcome):
+	case pacing.Overdue(interval, now):
 		// Held back for a whole interval already: churn must not starve it.
-	case statusWriteCanWait(s.podSet.Status, status, s.outcome):
-		pacing.scaled(interval, now)
+	case status.WriteCanWait(s.podSet.Status, computed, s.outcome):
+		pacing.Scaled(interval, now)
 		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
 		return nil
 	default:
-		if s.statusWait = pacing.wait(interval, now); s.statusWait > 0 {
-			pacing.held(interval, now)
+		if s.statusWait = pacing.Wait(interval, now); s.statusWait > 0 {
+			pacing.Held(interval, now)
 			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
 			return nil
 		}
@@ -284,21 +287,35 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		return err
 	}
 	orig := s.podSet.DeepCopy()
-	s.podSet.Status = status
-	patch, err := statusPatch(orig, s.podSet)
+	s.podSet.Status = computed
+	patch, err := status.Patch(orig, s.podSet)
 	if err != nil {
 		return err
 	}
 	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	pacing.wrote(interval, now)
+	pacing.Wrote(interval, now)
 	s.record.statusWritten(s.podSet)
-	if deadlineJustExceeded(orig.Status, status) {
+	if status.DeadlineJustExceeded(orig.Status, computed) {
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
-			eventNote(meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing).Message))
+			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
 	return nil
+}
+
+// observed is what the status is computed from besides the pods: the
+// PodSet's revisions, once syncRevisions found them, and the rollout
+// arithmetic's input for the pods, as the scaling phase sees it.
+func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) status.Observed {
+	o := status.Observed{UpdateHash: rs.updateHash}
+	if rs.update != nil {
+		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
+	}
+	if in, _, _, err := rolloutInput(ps, rs, pods, now); err == nil {
+		o.Rollout = &in
+	}
+	return o
 }
 
 // statusChangedPredicate passes PodSet updates that change the status.

@@ -8,6 +8,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/status"
 )
 
 // podSetRecord is what the reconciler remembers about one PodSet from one
@@ -30,8 +31,8 @@ type podSetRecord struct {
 	name types.NamespacedName
 	uid  types.UID
 
-	// statusPacing spaces the PodSet's progress writes (status_pacing.go).
-	statusPacing statusPacing
+	// statusPacing spaces the PodSet's progress writes (status.Pacing).
+	statusPacing status.Pacing
 	// writtenStatus is the last status the reconciler wrote, until the
 	// cache shows that write (unseen_status_writes.go).
 	writtenStatus consistency.Unseen[*appv1alpha1.PodSetStatus]

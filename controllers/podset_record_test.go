@@ -23,7 +23,7 @@ func TestPodSetRecords(t *testing.T) {
 	prefix := web.DeepCopy()
 	prefix.Name = web.Name + "-2"
 	prefix.UID = "uid-of-web-2"
-	remembered := func(rec *podSetRecord) bool { return rec.statusPacing.wait(time.Second, unitNow) > 0 }
+	remembered := func(rec *podSetRecord) bool { return rec.statusPacing.Wait(time.Second, unitNow) > 0 }
 
 	for _, tc := range []struct {
 		name string
@@ -33,7 +33,7 @@ func TestPodSetRecords(t *testing.T) {
 		wantWeb, wantPrefix bool
 	}{
 		{"kept from one reconcile to the next", func(*podSetRecords) {}, true, true},
-		{"another PodSet's memory is its own", func(rs *podSetRecords) { rs.of(prefix).statusPacing.wrote(time.Second, unitNow) }, true, true},
+		{"another PodSet's memory is its own", func(rs *podSetRecords) { rs.of(prefix).statusPacing.Wrote(time.Second, unitNow) }, true, true},
 		{"forgotten once the PodSet is gone", func(rs *podSetRecords) { rs.forget(client.ObjectKeyFromObject(web)) }, false, true},
 		{"forgetting leaves a namesake prefix alone", func(rs *podSetRecords) {
 			rs.forget(types.NamespacedName{Namespace: web.Namespace, Name: web.Name[:len(web.Name)-1]})
@@ -43,8 +43,8 @@ func TestPodSetRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			rs := newPodSetRecords()
-			rs.of(web).statusPacing.wrote(time.Second, unitNow)
-			rs.of(prefix).statusPacing.wrote(time.Second, unitNow)
+			rs.of(web).statusPacing.Wrote(time.Second, unitNow)
+			rs.of(prefix).statusPacing.Wrote(time.Second, unitNow)
 			tc.then(rs)
 			g.Expect(remembered(rs.of(web))).To(Equal(tc.wantWeb), "web")
 			g.Expect(remembered(rs.of(prefix))).To(Equal(tc.wantPrefix), "web-2")

@@ -26,7 +26,7 @@ import (
 // its usage lowered (another pod deleted). Only PodSets that report
 // ReplicaFailure are woken, so a busy namespace's quota updates cost a look
 // at the cached PodSets and nothing more; the condition is written at once
-// on the first refused create (statusWriteIsUrgent), and the write's own
+// on the first refused create (status.WriteIsUrgent), and the write's own
 // event reconciles the PodSet again, so a quota raised before the condition
 // reaches the cache is seen too.
 

@@ -72,10 +72,10 @@ func TestQuotaMadeRoomOnDeletionOnly(t *testing.T) {
 
 func TestPodSetsRefusedInWakesOnlyFailingPodSetsOfTheQuotaNamespace(t *testing.T) {
 	g := NewWithT(t)
-	withFailure := func(ns, name string, status metav1.ConditionStatus) *appv1alpha1.PodSet {
+	withFailure := func(ns, name string, failing metav1.ConditionStatus) *appv1alpha1.PodSet {
 		ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if status != "" {
-			ps.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: status, Reason: "r"}}
+		if failing != "" {
+			ps.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: failing, Reason: "r"}}
 		}
 		return ps
 	}

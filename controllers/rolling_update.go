@@ -72,7 +72,7 @@ func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod,
 	if err != nil {
 		return rollout.Input{}, nil, nil, err
 	}
-	updated, old, upd, oldCounts := revisionGroups(pods, rs.updateHash, minReady(ps), now)
+	updated, old, upd, oldCounts := revisionGroups(pods, rs.updateHash, operand.MinReady(ps), now)
 	return rollout.Input{
 		Replicas:     int(ps.DesiredReplicas()),
 		Strategy:     s,
@@ -90,7 +90,7 @@ func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 		return step{}, err
 	}
 	plan := rollout.Step(in)
-	minReady := minReady(ps)
+	minReady := operand.MinReady(ps)
 	// Old revisions go first, then the update revision's pods, each group
 	// in the deletion ranking's order.
 	victims := append(pickVictims(old, plan.DeleteOld, minReady, now), pickVictims(updated, plan.DeleteUpdated, minReady, now)...)

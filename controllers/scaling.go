@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/status"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -48,18 +48,18 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 	// Deletes an earlier step sent in the background failed: reported and
 	// retried (after the backoff) as if that step had waited for them.
 	if err := s.record.background.takeFailure(); err != nil {
-		s.outcome.attempted = true
-		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedDelete
+		s.outcome.Attempted = true
+		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
 	}
 	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
 		return nil
 	}
-	s.outcome.attempted = true
+	s.outcome.Attempted = true
 
 	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
 	if err != nil {
-		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedCreate
+		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
 		return err
 	}
 	creations := step.createUpdated + step.createOld
@@ -111,11 +111,11 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created %d pods", created)
 	}
 	if deleteErr := deletesAnswered(); deleteErr != nil {
-		s.outcome.err, s.outcome.failureReason = deleteErr, appv1alpha1.ReasonFailedDelete
+		s.outcome.Err, s.outcome.FailureReason = deleteErr, appv1alpha1.ReasonFailedDelete
 		return deleteErr
 	}
 	if err != nil && !errors.Is(err, podwrites.ErrNoRoom) {
-		s.outcome.err, s.outcome.failureReason = err, appv1alpha1.ReasonFailedCreate
+		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
 		return err
 	}
 	return nil
@@ -185,7 +185,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		r.Expectations.CreationReturned(s.key, pod.ResourceVersion)
 		return nil
 	})
-	s.outcome.issued += int(created.Load())
+	s.outcome.Issued += int(created.Load())
 	// A create whose connection broke may still have made its pod: it stays
 	// expected (for a bounded time), and the caller counts it as made.
 	for range uncertain.Load() {
@@ -230,7 +230,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 	}()
 	return func() error {
 		<-done
-		s.outcome.issued += deleted
+		s.outcome.Issued += deleted
 		r.deletesAnswered(ctx, s.podSet, deleted)
 		return err
 	}
@@ -246,8 +246,8 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 	bg = logf.IntoContext(bg, logf.FromContext(ctx))
 	ps, key := s.podSet, s.key
 	wait := r.sendDeletes(ctx, bg, ps, key, victims, nil)
-	s.outcome.attempted = false
-	s.outcome.sent += len(victims)
+	s.outcome.Attempted = false
+	s.outcome.Sent += len(victims)
 	r.background.run(s.record, wait, func(deleted int, _ error) {
 		r.Expectations.WritesReturned(key)
 		r.deletesAnswered(bg, ps, deleted)
@@ -329,19 +329,5 @@ const maxEventNote = 1024
 // eventNote cuts a note to what the API accepts: a long admission webhook
 // denial would otherwise make the event itself fail.
 func eventNote(note string) string {
-	return truncate(note, maxEventNote)
-}
-
-// truncate cuts s to at most limit bytes, on a rune boundary, ending in
-// "..." when it was cut.
-func truncate(note string, limit int) string {
-	if len(note) <= limit {
-		return note
-	}
-	const ellipsis = "..."
-	cut := limit - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
-		cut--
-	}
-	return note[:cut] + ellipsis
+	return status.Truncate(note, maxEventNote)
 }

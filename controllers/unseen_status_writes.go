@@ -35,9 +35,9 @@ func (rec *podSetRecord) statusWritten(written *appv1alpha1.PodSet) {
 // status last written when that copy does not have the write yet, and
 // reports whether it did.
 func (rec *podSetRecord) restoreWrittenStatus(ps *appv1alpha1.PodSet) bool {
-	status, ok := rec.writtenStatus.NewerThan(ps.ResourceVersion)
+	written, ok := rec.writtenStatus.NewerThan(ps.ResourceVersion)
 	if ok {
-		ps.Status = *status.DeepCopy()
+		ps.Status = *written.DeepCopy()
 	}
 	return ok
 }

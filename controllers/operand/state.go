@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
 // IsLive reports whether a pod counts towards spec.replicas: it is not
@@ -52,6 +54,12 @@ func AvailableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.D
 		return wait, true
 	}
 	return 0, true
+}
+
+// MinReady is how long a PodSet's pods must be Ready before they count as
+// available (spec.minReadySeconds).
+func MinReady(ps *appv1alpha1.PodSet) time.Duration {
+	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
 }
 
 // IsAvailable reports whether the pod has been Ready for minReady.

@@ -1,4 +1,4 @@
-package controllers
+package status
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// statusPatch is the merge patch that turns orig's status into updated's,
+// Patch is the merge patch that turns orig's status into updated's,
 // with every replica count in it whether it changed or not.
 //
 // A plain merge patch carries only the fields that differ between the two
@@ -19,7 +19,7 @@ import (
 // count that stays 0 would never be written: `availableReplicas` of a PodSet
 // whose pods wait out minReadySeconds would be missing, not 0, and the
 // printer column blank. The counts are small; sending them always is cheap.
-func statusPatch(orig, updated *appv1alpha1.PodSet) (client.Patch, error) {
+func Patch(orig, updated *appv1alpha1.PodSet) (client.Patch, error) {
 	data, err := client.MergeFrom(orig).Data(updated)
 	if err != nil {
 		return nil, fmt.Errorf("computing the status patch: %w", err)

@@ -1,9 +1,10 @@
-package controllers
+package status
 
 import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,45 +17,63 @@ import (
 	"github.com/example/podset-operator/controllers/rollout"
 )
 
-// scaleOutcome is what the scaling phase of one reconcile did.
-type scaleOutcome struct {
-	// attempted is false when the PodSet was left alone (writes of an
+// Outcome is what the scaling phase of one reconcile did.
+type Outcome struct {
+	// Attempted is false when the PodSet was left alone (writes of an
 	// earlier reconcile not yet observed, or the PodSet is being deleted);
 	// the previous ReplicaFailure condition then stands.
-	attempted bool
-	// issued is how many pod creations and deletions succeeded.
-	issued int
-	// sent is how many deletions were sent in the background, their
-	// answers not awaited (background_deletions.go).
-	sent int
-	// failureReason and err describe the first failed write, if any.
-	failureReason string
-	err           error
+	Attempted bool
+	// Issued is how many pod creations and deletions succeeded.
+	Issued int
+	// Sent is how many deletions were sent in the background, their
+	// answers not awaited.
+	Sent int
+	// FailureReason and Err describe the first failed write, if any.
+	FailureReason string
+	Err           error
 }
 
-// computeStatus derives a PodSet's status from the pods observed for it and
-// its revisions. It is a pure function of its arguments: the same pods at the
-// same time always give the same status, so a status write happens only when
-// something the user can see has changed.
-func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, rs *revisionState, outcome scaleOutcome, now time.Time) appv1alpha1.PodSetStatus {
+// Observed is what the reconciler knows of a PodSet besides its pods: its
+// revisions, and what the rollout arithmetic is given for the pods.
+type Observed struct {
+	// UpdateRevision names the revision of the spec's pod template, and
+	// CurrentRevision the one the pods ran before the rollout in progress.
+	// Empty when no revision is known: the status keeps the revisions and
+	// the collision count it reports.
+	UpdateRevision, CurrentRevision string
+	// UpdateHash is the revision hash label of the update revision's pods.
+	UpdateHash string
+	// CollisionCount is the count the update revision's hash was made with.
+	CollisionCount *int32
+	// Rollout is the rollout arithmetic's input for the pods; nil when the
+	// update strategy does not resolve, and the Progressing condition then
+	// tells neither a paused, a finished nor a rolling rollout.
+	Rollout *rollout.Input
+}
+
+// Compute derives a PodSet's status from the pods observed for it and what
+// else was observed. It is a pure function of its arguments: the same pods at
+// the same time always give the same status, so a status write happens only
+// when something the user can see has changed.
+func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outcome Outcome, now time.Time) appv1alpha1.PodSetStatus {
 	prev := ps.Status
 	status := *ps.Status.DeepCopy()
 	desired := ps.DesiredReplicas()
 
-	setReplicaCounts(&status, pods, rs.updateHash, minReady(ps), now)
+	setReplicaCounts(&status, pods, observed.UpdateHash, operand.MinReady(ps), now)
 	status.Selector = operand.Selector(ps).String()
 	status.ObservedGeneration = ps.Generation
-	if rs.update != nil {
-		status.UpdateRevision = rs.update.Name
-		status.CurrentRevision = rs.current.Name
-		status.CollisionCount = rs.collisionCount
+	if observed.UpdateRevision != "" {
+		status.UpdateRevision = observed.UpdateRevision
+		status.CurrentRevision = observed.CurrentRevision
+		status.CollisionCount = observed.CollisionCount
 	}
 
 	// Conditions carry now as their transition time; SetStatusCondition
 	// keeps the old one when the condition's status does not change.
 	transition := metav1.NewTime(now)
-	in, _, _, err := rolloutInput(ps, rs, pods, now)
-	paused := err == nil && !in.Strategy.OnDelete && in.Strategy.Paused
+	in := observed.Rollout
+	paused := in != nil && !in.Strategy.OnDelete && in.Strategy.Paused
 	if progressed(ps, prev, status, paused) {
 		status.LastProgressTime = &transition
 	}
@@ -62,8 +81,8 @@ func computeStatus(ps *appv1alpha1.PodSet, pods []*corev1.Pod, rs *revisionState
 	setProgressingCondition(&status, progressFacts{
 		desired:  desired,
 		paused:   paused,
-		complete: err == nil && rollout.Complete(in),
-		rolling:  err == nil && !in.Strategy.OnDelete && in.Updated.Live < wantUpdated(in),
+		complete: in != nil && rollout.Complete(*in),
+		rolling:  in != nil && !in.Strategy.OnDelete && in.Updated.Live < wantUpdated(*in),
 		deadline: progressDeadline(ps),
 		now:      now,
 	}, ps.Generation, transition)
@@ -139,10 +158,10 @@ func progressDeadline(ps *appv1alpha1.PodSet) time.Duration {
 	return time.Duration(ptr.Deref(ps.Spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds)) * time.Second
 }
 
-// progressDeadlineIn is how long until the PodSet's progress deadline passes
+// ProgressDeadlineIn is how long until the PodSet's progress deadline passes
 // without progress; 0 when it has passed, or does not apply (no progress
 // recorded, or nothing left to do).
-func progressDeadlineIn(ps *appv1alpha1.PodSet, status appv1alpha1.PodSetStatus, now time.Time) time.Duration {
+func ProgressDeadlineIn(ps *appv1alpha1.PodSet, status appv1alpha1.PodSetStatus, now time.Time) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing)
 	if status.LastProgressTime == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason == appv1alpha1.ReasonNewRevisionAvailable {
 		return 0
@@ -221,8 +240,8 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
-func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleOutcome, generation int64, transition metav1.Time) {
-	if prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure); prev != nil && !outcome.attempted {
+func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome Outcome, generation int64, transition metav1.Time) {
+	if prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure); prev != nil && !outcome.Attempted {
 		// Nothing was tried: the last verdict stands, for this spec too.
 		prev.ObservedGeneration = generation
 		return
@@ -235,7 +254,7 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,
 	}
-	if outcome.err != nil {
+	if outcome.Err != nil {
 		// While the same kind of failure goes on, the condition keeps the
 		// message of its first occurrence, as the ReplicaSet controller
 		// does. The API server's error names a new generated pod on every
@@ -243,11 +262,11 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 		// on every retry, and each status write would wake the PodSet again
 		// at once, bypassing the backoff between retries.
 		prev := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure)
-		if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == outcome.failureReason {
+		if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == outcome.FailureReason {
 			prev.ObservedGeneration = generation
 			return
 		}
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.failureReason, truncate(outcome.err.Error(), maxConditionMessage)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.FailureReason, Truncate(outcome.Err.Error(), maxConditionMessage)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
 }
@@ -257,10 +276,10 @@ func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome scaleO
 // make every status write fail.
 const maxConditionMessage = 32768
 
-// nextAvailabilityCheck is how long until the first pod that is ready but not
+// NextAvailabilityCheck is how long until the first pod that is ready but not
 // yet available becomes available; 0 when there is none. No pod event marks
 // that moment, so the reconciler requeues itself for it.
-func nextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.Time) time.Duration {
+func NextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.Time) time.Duration {
 	var next time.Duration
 	for _, pod := range pods {
 		if !operand.IsLive(pod) {
@@ -273,7 +292,17 @@ func nextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.
 	return next
 }
 
-// minReady is how long a pod must be Ready before it counts as available.
-func minReady(ps *appv1alpha1.PodSet) time.Duration {
-	return time.Duration(ps.Spec.MinReadySeconds) * time.Second
+// Truncate cuts note to at most limit bytes, on a rune boundary, ending in
+// "..." when it was cut: condition messages are cut to what the CRD
+// accepts, and the reconciler cuts its event notes the same way.
+func Truncate(note string, limit int) string {
+	if len(note) <= limit {
+		return note
+	}
+	const ellipsis = "..."
+	cut := limit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + ellipsis
 }

@@ -1,4 +1,4 @@
-package controllers
+package status
 
 import (
 	"time"
@@ -9,7 +9,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// statusWriteCanWait reports whether a status write can be left to the next
+// WriteCanWait reports whether a status write can be left to the next
 // reconcile: this one has just created or deleted pods, all successfully, so
 // the counts it would write are already outdated, and the watch events of
 // those very pods are bound to bring a reconcile that writes the real ones.
@@ -17,14 +17,14 @@ import (
 // reconcile that scales can set or clear it. On a large PodSet this saves one
 // status write per scaling step, and a custom resource's status, with its
 // list of pod names, is the API server's costliest write of the operator.
-func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scaleOutcome) bool {
-	if outcome.issued+outcome.sent == 0 || outcome.err != nil {
+func WriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome Outcome) bool {
+	if outcome.Issued+outcome.Sent == 0 || outcome.Err != nil {
 		return false
 	}
 	return !replicaFailureFlips(current, computed)
 }
 
-// statusWriteIsUrgent reports whether a computed status must be written at
+// WriteIsUrgent reports whether a computed status must be written at
 // once rather than paced: it shows the PodSet settled (every wanted pod
 // exists, runs the wanted revision and is available, and no other pod is
 // live, or the rollout is paused there), which is what users and tools wait
@@ -36,19 +36,19 @@ func statusWriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome scal
 // A failed reconcile returns its error, and
 // controller-runtime then ignores RequeueAfter in favour of a backoff that
 // grows to minutes: a write held back now could wait that long.
-func statusWriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome scaleOutcome) bool {
+func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, outcome Outcome) bool {
 	progressing := meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing)
 	settled := computed.Replicas == desired && computed.AvailableReplicas == desired &&
 		progressing != nil && (progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable || progressing.Reason == appv1alpha1.ReasonPaused)
-	return settled || outcome.err != nil || replicaFailureFlips(current, computed) ||
-		deadlineJustExceeded(current, computed) ||
+	return settled || outcome.Err != nil || replicaFailureFlips(current, computed) ||
+		DeadlineJustExceeded(current, computed) ||
 		(current.UpdateRevision != "" && computed.UpdateRevision != current.UpdateRevision) ||
 		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount)
 }
 
-// deadlineJustExceeded reports whether the computed status is the one that
+// DeadlineJustExceeded reports whether the computed status is the one that
 // turns Progressing to ProgressDeadlineExceeded.
-func deadlineJustExceeded(current, computed appv1alpha1.PodSetStatus) bool {
+func DeadlineJustExceeded(current, computed appv1alpha1.PodSetStatus) bool {
 	exceeded := func(st appv1alpha1.PodSetStatus) bool {
 		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
 		return c != nil && c.Reason == appv1alpha1.ReasonProgressDeadlineExceeded
@@ -63,14 +63,14 @@ func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
 	return failing(current) != failing(computed)
 }
 
-// statusPacing spaces out the status writes of a PodSet that is still
+// Pacing spaces out the status writes of a PodSet that is still
 // converging. While a thousand pods are created and turn Ready one by one,
 // nearly every reconcile computes a new status, and writing each one (with
 // its thousand pod names) cost the API server more than the pods themselves,
 // slowing down everything else it serves, pod creation and binding included.
 // Progress is therefore written at most once per interval; the status that
 // shows the PodSet settled, and any change of ReplicaFailure, are written at
-// once (see statusWriteIsUrgent), so the moment a PodSet is done is never
+// once (see WriteIsUrgent), so the moment a PodSet is done is never
 // reported late. A scaling step counts as a write for the spacing: its pods'
 // events follow within the interval, usually with the status worth writing.
 //
@@ -79,8 +79,9 @@ func replicaFailureFlips(current, computed appv1alpha1.PodSetStatus) bool {
 // status is written within one interval of the first change held back, so
 // podNames, the counts and observedGeneration never freeze under churn.
 //
-// It is part of the PodSet's record; an interval of 0 writes every change.
-type statusPacing struct {
+// The reconciler keeps one in each PodSet's record; an interval of 0 writes
+// every change.
+type Pacing struct {
 	// last is the last write or scaling step; zero before either.
 	last time.Time
 	// firstUnwritten is when the oldest change not yet written was held
@@ -88,8 +89,8 @@ type statusPacing struct {
 	firstUnwritten time.Time
 }
 
-// wait is how long the next progress write must still wait; 0 means now.
-func (p *statusPacing) wait(interval time.Duration, now time.Time) time.Duration {
+// Wait is how long the next progress write must still wait; 0 means now.
+func (p *Pacing) Wait(interval time.Duration, now time.Time) time.Duration {
 	if p.last.IsZero() {
 		return 0
 	}
@@ -102,22 +103,22 @@ func (p *statusPacing) wait(interval time.Duration, now time.Time) time.Duration
 	return max(0, due.Sub(now))
 }
 
-// overdue reports whether a change has been held back for a whole interval,
+// Overdue reports whether a change has been held back for a whole interval,
 // so that the status must be written now, whatever else happened since.
-func (p *statusPacing) overdue(interval time.Duration, now time.Time) bool {
+func (p *Pacing) Overdue(interval time.Duration, now time.Time) bool {
 	return interval > 0 && !p.firstUnwritten.IsZero() && now.Sub(p.firstUnwritten) >= interval
 }
 
-// wrote records that the status was written at now.
-func (p *statusPacing) wrote(interval time.Duration, now time.Time) {
+// Wrote records that the status was written at now.
+func (p *Pacing) Wrote(interval time.Duration, now time.Time) {
 	if interval > 0 {
-		*p = statusPacing{last: now}
+		*p = Pacing{last: now}
 	}
 }
 
-// scaled records that the pods were scaled at now, and the changed status
+// Scaled records that the pods were scaled at now, and the changed status
 // held back until their events come.
-func (p *statusPacing) scaled(interval time.Duration, now time.Time) {
+func (p *Pacing) Scaled(interval time.Duration, now time.Time) {
 	if interval <= 0 {
 		return
 	}
@@ -127,8 +128,8 @@ func (p *statusPacing) scaled(interval time.Duration, now time.Time) {
 	}
 }
 
-// held records that a changed status was held back at now.
-func (p *statusPacing) held(interval time.Duration, now time.Time) {
+// Held records that a changed status was held back at now.
+func (p *Pacing) Held(interval time.Duration, now time.Time) {
 	if interval > 0 && !p.last.IsZero() && p.firstUnwritten.IsZero() {
 		p.firstUnwritten = now
 	}

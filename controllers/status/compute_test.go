@@ -1,4 +1,4 @@
-package controllers
+package status
 
 import (
 	"errors"
@@ -12,7 +12,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/rollout"
 )
+
+// withoutRevisions is what the reconciler observes of ps before it knows any
+// revision of it: no update hash, so that every live pod counts as the
+// update revision's in the rollout's input, under the default update
+// strategy these tests leave in place.
+func withoutRevisions(ps *appv1alpha1.PodSet, pods []*corev1.Pod, now time.Time) Observed {
+	strategy, err := rollout.Resolve(int(ps.DesiredReplicas()), false, false, nil, nil, 0)
+	if err != nil {
+		panic(err)
+	}
+	var updated rollout.Group
+	for _, pod := range pods {
+		if operand.IsLive(pod) {
+			updated.Live++
+			if operand.IsAvailable(pod, operand.MinReady(ps), now) {
+				updated.Available++
+			}
+		}
+	}
+	return Observed{Rollout: &rollout.Input{Replicas: int(ps.DesiredReplicas()), Strategy: strategy, Updated: updated}}
+}
 
 func TestComputeStatusCounts(t *testing.T) {
 	tests := []struct {
@@ -31,13 +55,13 @@ func TestComputeStatusCounts(t *testing.T) {
 			name:     "only live pods count, ready and available told apart by minReadySeconds",
 			minReady: 10,
 			pods: []*corev1.Pod{
-				unitPod("c-not-ready", notReadySince(unitNow.Add(-time.Hour))),
-				unitPod("f-failed", inPhase(corev1.PodFailed)),
-				unitPod("a-available", readySince(unitNow.Add(-time.Minute))),
-				unitPod("e-succeeded", inPhase(corev1.PodSucceeded), readySince(unitNow.Add(-time.Hour))),
-				unitPod("d-terminating", terminatingSince(unitNow), readySince(unitNow.Add(-time.Hour))),
-				unitPod("b-ready-not-available", readySince(unitNow.Add(-5*time.Second))),
-				unitPod("g-pending", inPhase(corev1.PodPending), unscheduled()),
+				operandtest.Pod("c-not-ready", operandtest.NotReadySince(operandtest.Now.Add(-time.Hour))),
+				operandtest.Pod("f-failed", operandtest.InPhase(corev1.PodFailed)),
+				operandtest.Pod("a-available", operandtest.ReadySince(operandtest.Now.Add(-time.Minute))),
+				operandtest.Pod("e-succeeded", operandtest.InPhase(corev1.PodSucceeded), operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
+				operandtest.Pod("d-terminating", operandtest.TerminatingSince(operandtest.Now), operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
+				operandtest.Pod("b-ready-not-available", operandtest.ReadySince(operandtest.Now.Add(-5*time.Second))),
+				operandtest.Pod("g-pending", operandtest.InPhase(corev1.PodPending), operandtest.Unscheduled()),
 			},
 			wantReplicas:  4,
 			wantReady:     2,
@@ -47,7 +71,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "without minReadySeconds every ready pod is available",
 			minReady:      0,
-			pods:          []*corev1.Pod{unitPod("b", readySince(unitNow.Add(-time.Second))), unitPod("a", readySince(unitNow))},
+			pods:          []*corev1.Pod{operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))), operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
 			wantReplicas:  2,
 			wantReady:     2,
 			wantAvailable: 2,
@@ -56,7 +80,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "ready exactly minReadySeconds ago is available",
 			minReady:      10,
-			pods:          []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-10*time.Second)))},
+			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-10*time.Second)))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 1,
@@ -65,7 +89,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "ready one second short of minReadySeconds is not",
 			minReady:      10,
-			pods:          []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-9*time.Second)))},
+			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 0,
@@ -76,7 +100,7 @@ func TestComputeStatusCounts(t *testing.T) {
 			// how long it has been ready.
 			name:          "ready with no transition time is not available under minReadySeconds",
 			minReady:      10,
-			pods:          []*corev1.Pod{unitPod("a", readySince(time.Time{}))},
+			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(time.Time{}))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 0,
@@ -86,13 +110,13 @@ func TestComputeStatusCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet(3)
+			ps := operandtest.PodSet(3)
 			ps.Spec.MinReadySeconds = tt.minReady
 			// Left over from an earlier status: must be recomputed, not kept.
 			ps.Status.PodNames = []string{"gone"}
 			ps.Status.Replicas, ps.Status.ReadyReplicas, ps.Status.AvailableReplicas = 9, 9, 9
 
-			st := computeStatus(ps, tt.pods, &revisionState{}, scaleOutcome{}, unitNow)
+			st := Compute(ps, tt.pods, withoutRevisions(ps, tt.pods, operandtest.Now), Outcome{}, operandtest.Now)
 
 			g.Expect(st.Replicas).To(Equal(tt.wantReplicas), "replicas")
 			g.Expect(st.ReadyReplicas).To(Equal(tt.wantReady), "readyReplicas")
@@ -108,11 +132,11 @@ func TestComputeStatusCounts(t *testing.T) {
 
 func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(1)
+	ps := operandtest.PodSet(1)
 	ps.Generation = 7
 	ps.Status.ObservedGeneration = 6
 
-	st := computeStatus(ps, nil, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
+	st := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
 	g.Expect(st.Selector).To(Equal("app.example.com/podset=web,app.kubernetes.io/instance=web," +
 		"app.kubernetes.io/managed-by=podset-operator,app.kubernetes.io/name=podset"))
@@ -124,7 +148,9 @@ func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 }
 
 func TestComputeStatusAvailableAndProgressing(t *testing.T) {
-	ready := func(name string) *corev1.Pod { return unitPod(name, readySince(unitNow.Add(-time.Hour))) }
+	ready := func(name string) *corev1.Pod {
+		return operandtest.Pod(name, operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))
+	}
 	tests := []struct {
 		name                string
 		replicas            int32
@@ -155,7 +181,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "enough pods, not all available",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a"), unitPod("b")},
+			pods:                []*corev1.Pod{ready("a"), operandtest.Pod("b")},
 			wantAvailable:       metav1.ConditionFalse,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -164,7 +190,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "enough pods, a terminating one not counted",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a"), unitPod("b", readySince(unitNow.Add(-time.Hour)), terminatingSince(unitNow))},
+			pods:                []*corev1.Pod{ready("a"), operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)), operandtest.TerminatingSince(operandtest.Now))},
 			wantAvailable:       metav1.ConditionFalse,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -191,9 +217,9 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet(tt.replicas)
+			ps := operandtest.PodSet(tt.replicas)
 
-			st := computeStatus(ps, tt.pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
+			st := Compute(ps, tt.pods, withoutRevisions(ps, tt.pods, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
 			available := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionAvailable)
 			g.Expect(available).NotTo(BeNil())
@@ -211,7 +237,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 }
 
 func TestComputeStatusReplicaFailure(t *testing.T) {
-	earlier := metav1.NewTime(unitNow.Add(-time.Hour))
+	earlier := metav1.NewTime(operandtest.Now.Add(-time.Hour))
 	previousFailure := metav1.Condition{
 		Type:               appv1alpha1.ConditionReplicaFailure,
 		Status:             metav1.ConditionTrue,
@@ -226,54 +252,54 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 	tests := []struct {
 		name     string
 		existing []metav1.Condition
-		outcome  scaleOutcome
+		outcome  Outcome
 		want     metav1.Condition
 		// unchanged: the condition must equal want in every field.
 		unchanged bool
 	}{
 		{
 			name:    "create failed",
-			outcome: scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New("creating pods: quota exceeded")},
+			outcome: Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New("creating pods: quota exceeded")},
 			want:    metav1.Condition{Status: metav1.ConditionTrue, Reason: appv1alpha1.ReasonFailedCreate, Message: "creating pods: quota exceeded"},
 		},
 		{
 			name:     "delete failed, replacing an earlier failure",
 			existing: []metav1.Condition{previousFailure},
-			outcome:  scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedDelete, err: errors.New("deleting pods: forbidden")},
+			outcome:  Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedDelete, Err: errors.New("deleting pods: forbidden")},
 			want:     metav1.Condition{Status: metav1.ConditionTrue, Reason: appv1alpha1.ReasonFailedDelete, Message: "deleting pods: forbidden"},
 		},
 		{
 			name:    "attempted without error",
-			outcome: scaleOutcome{attempted: true},
+			outcome: Outcome{Attempted: true},
 			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 		{
 			name:     "attempted without error clears an earlier failure",
 			existing: []metav1.Condition{previousFailure},
-			outcome:  scaleOutcome{attempted: true},
+			outcome:  Outcome{Attempted: true},
 			want:     metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 		{
 			name:      "not attempted keeps the earlier condition, for the current generation",
 			existing:  []metav1.Condition{previousFailure},
-			outcome:   scaleOutcome{attempted: false},
+			outcome:   Outcome{Attempted: false},
 			want:      keptFailure,
 			unchanged: true,
 		},
 		{
 			name:    "not attempted, none yet: no failure",
-			outcome: scaleOutcome{attempted: false},
+			outcome: Outcome{Attempted: false},
 			want:    metav1.Condition{Status: metav1.ConditionFalse, Reason: appv1alpha1.ReasonNoFailure},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := unitPodSet(1)
+			ps := operandtest.PodSet(1)
 			ps.Generation = 2
 			ps.Status.Conditions = tt.existing
 
-			st := computeStatus(ps, nil, &revisionState{}, tt.outcome, unitNow)
+			st := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), tt.outcome, operandtest.Now)
 
 			got := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionReplicaFailure)
 			g.Expect(got).NotTo(BeNil())
@@ -295,13 +321,13 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 
 func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(2)
-	pods := []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-time.Hour)))}
+	ps := operandtest.PodSet(2)
+	pods := []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))}
 
-	first := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
+	first := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 	ps.Status = first
 	ps.Generation = 2
-	second := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow.Add(time.Hour))
+	second := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now.Add(time.Hour)), Outcome{Attempted: true}, operandtest.Now.Add(time.Hour))
 
 	g.Expect(second.Conditions).To(HaveLen(len(first.Conditions)))
 	for _, c := range first.Conditions {
@@ -313,24 +339,24 @@ func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 	}
 }
 
-// computeStatus is documented as a pure function of its arguments, now
+// Compute is documented as a pure function of its arguments, now
 // included: a condition that appears or changes status must carry now as its
 // transition time, not the wall clock's.
 func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(1)
+	ps := operandtest.PodSet(1)
 	ps.Status.Conditions = []metav1.Condition{{
 		Type:               appv1alpha1.ConditionAvailable,
 		Status:             metav1.ConditionTrue,
 		Reason:             appv1alpha1.ReasonMinimumReplicasAvailable,
-		LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
+		LastTransitionTime: metav1.NewTime(operandtest.Now.Add(-time.Hour)),
 	}}
 
-	st := computeStatus(ps, nil, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
+	st := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
 	g.Expect(st.Conditions).To(HaveLen(3))
 	for _, c := range st.Conditions {
-		g.Expect(c.LastTransitionTime.Time).To(BeTemporally("==", unitNow),
+		g.Expect(c.LastTransitionTime.Time).To(BeTemporally("==", operandtest.Now),
 			"%s (changed or new) should have transitioned at now", c.Type)
 	}
 }
@@ -339,14 +365,14 @@ func TestComputeStatusIsPure(t *testing.T) {
 	g := NewWithT(t)
 	ps := pureStatusInput()
 	pods := []*corev1.Pod{
-		unitPod("b", readySince(unitNow.Add(-time.Second))),
-		unitPod("a", readySince(unitNow.Add(-time.Hour))),
-		unitPod("c", terminatingSince(unitNow)),
+		operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))),
+		operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
+		operandtest.Pod("c", operandtest.TerminatingSince(operandtest.Now)),
 	}
-	outcome := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New("quota")}
+	outcome := Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New("quota")}
 
-	first := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
-	second := computeStatus(ps, pods, &revisionState{}, outcome, unitNow)
+	first := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), outcome, operandtest.Now)
+	second := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), outcome, operandtest.Now)
 
 	g.Expect(equality.Semantic.DeepEqual(first, second)).To(BeTrue(),
 		"same input, different output:\n%#v\n%#v", first, second)
@@ -356,13 +382,13 @@ func TestComputeStatusDoesNotMutateItsInput(t *testing.T) {
 	g := NewWithT(t)
 	ps := pureStatusInput()
 	pods := []*corev1.Pod{
-		unitPod("b", readySince(unitNow.Add(-time.Second))),
-		unitPod("a", readySince(unitNow.Add(-time.Hour))),
+		operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))),
+		operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
 	}
 	psBefore := ps.DeepCopy()
 	podsBefore := []*corev1.Pod{pods[0].DeepCopy(), pods[1].DeepCopy()}
 
-	st := computeStatus(ps, pods, &revisionState{}, scaleOutcome{attempted: true}, unitNow)
+	st := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
 	g.Expect(st.Conditions).NotTo(Equal(psBefore.Status.Conditions), "the input should have called for changes")
 	g.Expect(equality.Semantic.DeepEqual(ps, psBefore)).To(BeTrue(), "the PodSet was mutated")
@@ -381,35 +407,35 @@ func TestNextAvailabilityCheck(t *testing.T) {
 		{
 			name:     "all available",
 			minReady: minReady,
-			pods:     []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-time.Minute)))},
+			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Minute)))},
 			want:     0,
 		},
 		{
 			name:     "none ready",
 			minReady: minReady,
-			pods:     []*corev1.Pod{unitPod("a"), unitPod("b", notReadySince(unitNow))},
+			pods:     []*corev1.Pod{operandtest.Pod("a"), operandtest.Pod("b", operandtest.NotReadySince(operandtest.Now))},
 			want:     0,
 		},
 		{
 			name:     "no minReadySeconds",
 			minReady: 0,
-			pods:     []*corev1.Pod{unitPod("a", readySince(unitNow))},
+			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
 			want:     0,
 		},
 		{
 			name:     "one pending",
 			minReady: minReady,
-			pods:     []*corev1.Pod{unitPod("a", readySince(unitNow.Add(-3*time.Second)))},
+			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-3*time.Second)))},
 			want:     7 * time.Second,
 		},
 		{
 			name:     "the smallest remaining wait",
 			minReady: minReady,
 			pods: []*corev1.Pod{
-				unitPod("a", readySince(unitNow.Add(-2*time.Second))),
-				unitPod("b", readySince(unitNow.Add(-6*time.Second))),
-				unitPod("c", readySince(unitNow.Add(-time.Minute))),
-				unitPod("d", readySince(unitNow.Add(-4*time.Second))),
+				operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-2*time.Second))),
+				operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-6*time.Second))),
+				operandtest.Pod("c", operandtest.ReadySince(operandtest.Now.Add(-time.Minute))),
+				operandtest.Pod("d", operandtest.ReadySince(operandtest.Now.Add(-4*time.Second))),
 			},
 			want: 4 * time.Second,
 		},
@@ -417,9 +443,9 @@ func TestNextAvailabilityCheck(t *testing.T) {
 			name:     "pods that are not live are not waited for",
 			minReady: minReady,
 			pods: []*corev1.Pod{
-				unitPod("a", readySince(unitNow.Add(-2*time.Second))),
-				unitPod("b", readySince(unitNow.Add(-9*time.Second)), terminatingSince(unitNow)),
-				unitPod("c", readySince(unitNow.Add(-9*time.Second)), inPhase(corev1.PodSucceeded)),
+				operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-2*time.Second))),
+				operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)), operandtest.TerminatingSince(operandtest.Now)),
+				operandtest.Pod("c", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)), operandtest.InPhase(corev1.PodSucceeded)),
 			},
 			want: 8 * time.Second,
 		},
@@ -427,7 +453,7 @@ func TestNextAvailabilityCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(nextAvailabilityCheck(tt.pods, tt.minReady, unitNow)).To(Equal(tt.want))
+			g.Expect(NextAvailabilityCheck(tt.pods, tt.minReady, operandtest.Now)).To(Equal(tt.want))
 		})
 	}
 }
@@ -435,7 +461,7 @@ func TestNextAvailabilityCheck(t *testing.T) {
 // pureStatusInput is a PodSet whose status is stale in every field, so that
 // computing its status changes all of them.
 func pureStatusInput() *appv1alpha1.PodSet {
-	ps := unitPodSet(2)
+	ps := operandtest.PodSet(2)
 	ps.Generation = 3
 	ps.Spec.MinReadySeconds = 10
 	ps.Status = appv1alpha1.PodSetStatus{
@@ -448,7 +474,7 @@ func pureStatusInput() *appv1alpha1.PodSet {
 				Status:             metav1.ConditionTrue,
 				Reason:             appv1alpha1.ReasonMinimumReplicasAvailable,
 				ObservedGeneration: 2,
-				LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
+				LastTransitionTime: metav1.NewTime(operandtest.Now.Add(-time.Hour)),
 			},
 			{
 				Type:               appv1alpha1.ConditionReplicaFailure,
@@ -456,7 +482,7 @@ func pureStatusInput() *appv1alpha1.PodSet {
 				Reason:             appv1alpha1.ReasonFailedDelete,
 				Message:            "old",
 				ObservedGeneration: 2,
-				LastTransitionTime: metav1.NewTime(unitNow.Add(-time.Hour)),
+				LastTransitionTime: metav1.NewTime(operandtest.Now.Add(-time.Hour)),
 			},
 		},
 	}
@@ -468,16 +494,16 @@ func pureStatusInput() *appv1alpha1.PodSet {
 // wake the PodSet) on every retry.
 func TestReplicaFailureKeepsItsMessageWhileTheFailureGoesOn(t *testing.T) {
 	g := NewWithT(t)
-	ps := unitPodSet(3)
-	first := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
-	ps.Status = computeStatus(ps, nil, &revisionState{}, first, unitNow)
+	ps := operandtest.PodSet(3)
+	first := Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New(`pods "web-abcde" is forbidden: exceeded quota`)}
+	ps.Status = Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), first, operandtest.Now)
 
-	again := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedCreate, err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
-	next := computeStatus(ps, nil, &revisionState{}, again, unitNow.Add(time.Minute))
+	again := Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New(`pods "web-fghij" is forbidden: exceeded quota`)}
+	next := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now.Add(time.Minute)), again, operandtest.Now.Add(time.Minute))
 	g.Expect(next).To(Equal(ps.Status), "an ongoing failure must not change the status")
 
-	other := scaleOutcome{attempted: true, failureReason: appv1alpha1.ReasonFailedDelete, err: errors.New("delete refused")}
-	c := meta.FindStatusCondition(computeStatus(ps, nil, &revisionState{}, other, unitNow).Conditions, appv1alpha1.ConditionReplicaFailure)
+	other := Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedDelete, Err: errors.New("delete refused")}
+	c := meta.FindStatusCondition(Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), other, operandtest.Now).Conditions, appv1alpha1.ConditionReplicaFailure)
 	g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
 	g.Expect(c.Message).To(Equal("delete refused"))
 }
