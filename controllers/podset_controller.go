@@ -1,18 +1,27 @@
 // Package controllers holds the PodSet reconciler. Reconcile runs one
-// PodSet through the phases it lists; the files beside it hold one concern
-// each, and the packages under it hold what needs no reconciler: revision
-// (what a revision holds, its hash and name) and rollout (one step of a
-// rolling update), both pure, operand (what a PodSet's pods are: labels,
-// template, state, deletion rank), metrics (the podset_* gauges and the
-// operator's counters), and leaderfence (what keeps a leader resumed after a
-// pause from acting), consistency (the expectations, and what was written
-// or read until the cache shows it), podcache (what the manager caches, and
-// whether its watches deliver), podwrites (how pod writes are sent, and what
-// a failed one says about the API server), status (the status and its
-// conditions, when a changed one is written, and its patch; updateStatus
-// calls it). What the reconciler remembers about a PodSet between reconciles
-// is its record (podset_record.go), and its timings are in timings.go.
-// docs/architecture.md maps each concern to its files.
+// PodSet through the phases it lists, and the files beside it hold one
+// concern each. What the reconciler remembers about a PodSet between
+// reconciles is its record (podset_record.go); its timings are in
+// timings.go.
+//
+// The packages under it hold what needs no reconciler, and never import it:
+//
+//   - consistency: the expectations, and what was written or read until the
+//     cache shows it;
+//   - podcache: what the manager caches, and whether its watches deliver;
+//   - podwrites: how pod writes are sent, and what a failed one says about
+//     the API server;
+//   - status: the status and its conditions, when a changed one is written,
+//     and its patch;
+//   - operand: what a PodSet's pods are (labels, template, state, deletion
+//     rank);
+//   - revision and rollout, both pure: what a revision holds, and one step
+//     of a rolling update;
+//   - leaderfence: what keeps a leader resumed after a pause from acting;
+//   - metrics: the podset_* gauges and the operator's counters.
+//
+// docs/architecture.md maps each concern to its files, and .golangci.yml
+// (depguard) enforces the import direction.
 package controllers
 
 import (
