@@ -47,13 +47,13 @@ func sortClaims[T metav1.Object](candidates []T, owner types.UID, selector label
 }
 
 // confirmLive reports whether the PodSet may adopt: the cached PodSet may be
-// stale, so it is read once per reconcile from the API server, and a PodSet
-// that is being deleted, or that was replaced by a namesake, must not adopt
-// pods or revisions that the garbage collector would then leave behind or
-// delete wrongly. A PodSet found so marks the scope (podSetGone): the
-// reconcile must not create pods from the stale copy either, as the
-// ReplicaSet controller skips manageReplicas then; the PodSet's own deletion
-// event brings what comes next.
+// stale, so it is read from the API server once per reconcile, and a PodSet
+// that is being deleted, or that was replaced by a namesake (errNotOnServer),
+// must not adopt pods or revisions that the garbage collector would then
+// leave behind or delete wrongly. A PodSet found being deleted becomes the
+// reconcile's PodSet: the reconcile must not create pods from the stale copy
+// either, as the ReplicaSet controller skips manageReplicas then; the
+// PodSet's own deletion event brings what comes next.
 func (r *PodSetReconciler) confirmLive(ctx context.Context, s *podSetScope) (bool, error) {
 	if s.liveConfirmed != nil {
 		return *s.liveConfirmed, nil
@@ -62,10 +62,10 @@ func (r *PodSetReconciler) confirmLive(ctx context.Context, s *podSetScope) (boo
 	if err != nil {
 		return false, err
 	}
-	live := fresh != nil && fresh.DeletionTimestamp == nil
-	if fresh != nil && !live {
-		s.podSetGone = true
+	if fresh.DeletionTimestamp != nil {
+		r.actOn(s, fresh)
 	}
+	live := fresh.DeletionTimestamp == nil
 	s.liveConfirmed = &live
 	return live, nil
 }

@@ -114,13 +114,25 @@ func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
 	return d
 }
 
+// cacheVerdict is what a pod cache check decided for the scaling phase.
+type cacheVerdict struct {
+	// hold keeps the pods as they are in this reconcile: the cache is
+	// behind, and the reconcile cannot act on the API server's pods
+	// instead (the PodSet's spec changed meanwhile, or its own deletes are
+	// still on their way).
+	hold bool
+	// recheckIn is when to check the cache again, with no event to bring
+	// the PodSet; 0 when it was found current, or not checked.
+	recheckIn time.Duration
+}
+
 // checkPodCache compares the PodSet's cached pods with the API server's in
 // the situations described above, and while its cache is known to be behind
-// makes the reconcile act on the API server's pods (or hold back, when its
-// spec changed too); otherwise it costs nothing.
-func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) error {
-	if s.podSetGone || s.podSet.DeletionTimestamp != nil {
-		return nil
+// makes the reconcile act on the API server's pods, or decides that it holds
+// them as they are; otherwise it costs nothing.
+func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (cacheVerdict, error) {
+	if s.podSet.DeletionTimestamp != nil {
+		return cacheVerdict{}, nil
 	}
 	doubtful := r.Expectations.Doubtful(s.key)
 	lagging := s.expectationsWait > 0 && r.Expectations.Lagging(s.key)
@@ -138,13 +150,12 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	// Nor when their events lag (lagging_podsets.go): the watch that
 	// should bring them is likely broken.
 	if !inDoubt && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
-		return nil
+		return cacheVerdict{}, nil
 	}
 	if s.record.background.holdWhileSending() {
 		// The PodSet's own deletes are still on their way: the API
 		// server's pods are no truer than the cache yet.
-		s.waitForPodCache = true
-		return nil
+		return cacheVerdict{hold: true}, nil
 	}
 	// The comparison needs the pods' metadata only, and under load most
 	// checks find the cache current (its events were late, not lost): a
@@ -157,28 +168,28 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 	onServer := &metav1.PartialObjectMetadataList{}
 	onServer.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := r.APIReader.List(ctx, onServer, itsPods...); err != nil {
-		return fmt.Errorf("checking the pod cache against the API server: %w", err)
+		return cacheVerdict{}, fmt.Errorf("checking the pod cache against the API server: %w", err)
 	}
 	if missing, extra := podCacheDiff(s.podSet.UID, s.pods, onServer.Items); missing > 0 || extra > 0 {
 		metrics.PodCacheBehind.Inc()
 		live := &corev1.PodList{}
 		if err := r.APIReader.List(ctx, live, itsPods...); err != nil {
-			return fmt.Errorf("reading the pods from the API server: %w", err)
+			return cacheVerdict{}, fmt.Errorf("reading the pods from the API server: %w", err)
 		}
 		acting, err := r.useLivePods(ctx, s, live.Items)
-		s.waitForPodCache = !acting
+		v := cacheVerdict{hold: !acting}
 		if acting && !liveRolloutComplete(s) {
 			// Each look acts: a rollout's next step, a replacement.
 			// Backing off would only stretch the convergence (the
 			// relist after repeated API server restarts took 45 s in
 			// the fault matrix).
-			s.cacheRecheck = s.record.podCache.converging()
+			v.recheckIn = s.record.podCache.converging()
 		} else {
-			s.cacheRecheck = s.record.podCache.foundBehind()
+			v.recheckIn = s.record.podCache.foundBehind()
 		}
 		logf.FromContext(ctx).Info("the pod cache is behind the API server",
-			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", s.cacheRecheck)
-		return err
+			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", v.recheckIn)
+		return v, err
 	}
 	if doubtful || s.expectationsWait > 0 || behind {
 		// The cache holds exactly what the API server has: nothing
@@ -187,7 +198,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 		s.expectationsWait = 0
 	}
 	s.record.podCache.done(doubts)
-	return nil
+	return cacheVerdict{}, nil
 }
 
 // useLivePods makes this reconcile act on the pods just listed from the API
@@ -199,7 +210,9 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 // replaces the cached one, so that the status patch is computed against
 // what the API server holds. When the spec changed, the revisions computed
 // from the cached one would be wrong: the PodSet waits for its cache, as
-// it did before. It reports whether the reconcile acts on the live pods.
+// it did before. A PodSet found being deleted becomes the reconcile's
+// PodSet, which then creates nothing. It reports whether the reconcile acts
+// on the live pods.
 //
 // What the PodSet expected is dropped: the live list shows the outcome of
 // every write it waited for. The writes this reconcile makes are expected
@@ -207,12 +220,12 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) er
 // caught up each reconcile lists again.
 func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live []corev1.Pod) (bool, error) {
 	fresh, err := r.readPodSet(ctx, s)
-	if err != nil || fresh == nil {
+	if err != nil {
 		return false, err
 	}
 	switch {
 	case fresh.DeletionTimestamp != nil:
-		s.podSetGone = true
+		r.actOn(s, fresh)
 		return false, nil
 	case fresh.Generation != s.podSet.Generation:
 		return false, nil

@@ -268,6 +268,26 @@ func TestReconcileAfterAPauseWaitsWhenTheSpecChangedToo(t *testing.T) {
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
 }
 
+// The same, with a cache that lacks pods the API server has: acting on the
+// cache would create them again, and the API server's pods cannot be acted
+// on with a stale spec. The pod cache check holds the pods as they are.
+func TestReconcileAfterAPauseHoldsAStaleCacheWhenTheSpecChangedToo(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	pods := ownedPods(ps, 3)
+	server := ps.DeepCopy()
+	server.Spec.Image = "example.com/web:2"
+	server.Generation = 2
+	apiServer := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(asObjects(server, pods)...).Build()
+	r, c := unitReconciler(t, pods[:1], apiServer, asObjects(ps, pods)...)
+	r.Fence = pausedFence(g)
+
+	res, err := reconcileOnce(r, ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsIn(g, c)).To(HaveLen(3), "pods the cache lacks were created again")
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
+}
+
 // A PodSet the API server no longer has gets no pods from a stale cache.
 func TestReconcileAfterAPauseCreatesNothingForAPodSetGone(t *testing.T) {
 	g := NewWithT(t)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,7 @@ func (r *PodSetReconciler) readPodSetWhileItsWatchIsDown(ctx context.Context, s 
 		return nil
 	}
 	fresh, err := r.readPodSet(ctx, s)
-	if err != nil || fresh == nil {
+	if err != nil {
 		return err
 	}
 	rec.podSetReadAfter = max(rec.podSetReadAfter, failures)
@@ -51,23 +52,26 @@ func (r *PodSetReconciler) actOn(s *podSetScope, ps *appv1alpha1.PodSet) {
 	s.podSet = ps
 }
 
-// readPodSet reads the scope's PodSet from the API server. When the API
-// server has no PodSet of that UID (deleted, or replaced by a namesake), it
-// returns nil and marks the scope: the cached copy is stale, and the
-// reconcile neither scales nor writes a status, which would land on the
-// namesake (a status patch names the PodSet, not its UID).
+// errNotOnServer ends a reconcile quietly: the API server has no PodSet of
+// the cached one's UID (deleted, or replaced by a namesake). The cached copy
+// is stale, and nothing is written from it: not pods, nor a status, which
+// would land on the namesake (a status patch names the PodSet, not its
+// UID). The PodSet's deletion event, or its namesake's, brings what comes
+// next.
+var errNotOnServer = errors.New("the PodSet is no longer on the API server")
+
+// readPodSet reads the scope's PodSet from the API server, or returns
+// errNotOnServer.
 func (r *PodSetReconciler) readPodSet(ctx context.Context, s *podSetScope) (*appv1alpha1.PodSet, error) {
 	fresh := &appv1alpha1.PodSet{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.podSet), fresh); err != nil {
 		if apierrors.IsNotFound(err) {
-			s.podSetGone, s.notOnServer = true, true
-			return nil, nil
+			return nil, errNotOnServer
 		}
 		return nil, fmt.Errorf("reading the PodSet from the API server: %w", err)
 	}
 	if fresh.UID != s.podSet.UID {
-		s.podSetGone, s.notOnServer = true, true
-		return nil, nil
+		return nil, errNotOnServer
 	}
 	return fresh, nil
 }

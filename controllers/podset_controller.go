@@ -130,34 +130,17 @@ type podSetScope struct {
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*corev1.Pod
-	// podSetGone is set when a read from the API server (readPodSet: while
-	// the PodSet watch is down, before adopting orphans, or when the pod
-	// cache is behind) found the PodSet deleted, replaced by a namesake, or
-	// being deleted, while the cache still showed it alive.
-	podSetGone bool
-	// notOnServer is set when that read found no PodSet of this UID
-	// (deleted, or replaced by a namesake): no status is written either.
-	notOnServer bool
-	// liveConfirmed, once set, is what the read before adopting found
-	// (confirmLive): whether the PodSet may adopt pods and revisions.
+	// liveConfirmed, once set, is what this reconcile's read before
+	// adopting found (confirmLive): whether the PodSet may adopt pods and
+	// revisions. It saves the second read when both need it.
 	liveConfirmed *bool
 	// revisions are the PodSet's pod template revisions.
 	revisions revisionState
 	// firstRevision, when set, reports the create of a new PodSet's first
 	// revision, issued beside its first pods (startFirstRevision).
 	firstRevision <-chan error
-	// outcome is what the scaling phase did.
+	// outcome is what the scaling phase did, which the status reports.
 	outcome status.Outcome
-	// statusWait is how long until a status write held back by the pacer
-	// is due; 0 when none is held back.
-	statusWait time.Duration
-	// cacheRecheck is set when the pod cache was found behind the API
-	// server (pod_cache_check.go): the PodSet looks again after it.
-	cacheRecheck time.Duration
-	// waitForPodCache is set when the pod cache was found behind and the
-	// reconcile cannot act on the API server's pods instead (the PodSet's
-	// spec changed meanwhile): the PodSet does not scale.
-	waitForPodCache bool
 }
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
@@ -217,28 +200,37 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.claimRevisions,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
-		r.checkPodCache,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return r.retry(ctx, rec, err)
 		}
 	}
+	cache, err := r.checkPodCache(ctx, s)
+	if err != nil {
+		return r.retry(ctx, rec, err)
+	}
 	// A failed scale is reported in the status, then retried with backoff.
-	errs := []error{r.scalePods(ctx, s), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s), r.updateStatus(ctx, s)}
-	if err := kerrors.NewAggregate(errs); err != nil {
+	errs := []error{r.scalePods(ctx, s, cache), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
+	statusDueIn, err := r.updateStatus(ctx, s)
+	if err := kerrors.NewAggregate(append(errs, err)); err != nil {
 		return r.retry(ctx, rec, err)
 	}
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
-	return ctrl.Result{RequeueAfter: nextWakeUp(s)}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s, cache.recheckIn, statusDueIn)}, nil
 }
 
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
 // TransientRetryAfter), or because the leader fence refused a write (the
-// lease renewal queues it again, see fenced_podsets.go).
+// lease renewal queues it again, see fenced_podsets.go). A PodSet found gone
+// from the API server ends the reconcile with no retry (errNotOnServer).
 func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err error) (ctrl.Result, error) {
+	if errors.Is(err, errNotOnServer) {
+		logf.FromContext(ctx).V(1).Info("the cached PodSet is stale: the API server no longer has it")
+		return ctrl.Result{}, nil
+	}
 	if errors.Is(err, leaderfence.ErrFenced) {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil
 	}
@@ -251,12 +243,13 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 
 // nextWakeUp is when the PodSet must be looked at again without any event:
 // when a ready pod becomes available, when writes that were never observed
-// stop being waited for, when a paced status write is due, or when the
-// progress deadline passes.
-func nextWakeUp(s *podSetScope) time.Duration {
+// stop being waited for, when the progress deadline passes, or at the
+// soonest of the phases' own waits (a pod cache recheck, a paced status
+// write).
+func nextWakeUp(s *podSetScope, phaseWaits ...time.Duration) time.Duration {
 	now := time.Now()
 	next := status.NextAvailabilityCheck(s.pods, operand.MinReady(s.podSet), now)
-	for _, w := range []time.Duration{s.expectationsWait, s.statusWait, s.cacheRecheck, status.ProgressDeadlineIn(s.podSet, s.podSet.Status, now)} {
+	for _, w := range append(phaseWaits, s.expectationsWait, status.ProgressDeadlineIn(s.podSet, s.podSet.Status, now)) {
 		if w > 0 && (next == 0 || w < next) {
 			next = w
 		}
@@ -266,43 +259,40 @@ func nextWakeUp(s *podSetScope) time.Duration {
 
 // updateStatus writes the status computed from the observed pods, when it
 // differs from what the PodSet already reports and is worth a write now (see
-// status.WriteIsUrgent, status.WriteCanWait and status.Pacing).
-func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) error {
-	if s.notOnServer {
-		// A status patch names the PodSet: it would land on a namesake.
-		return nil
-	}
+// status.WriteIsUrgent, status.WriteCanWait and status.Pacing). When the
+// pacer holds a write back, it returns how long until that write is due.
+func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (time.Duration, error) {
 	now := time.Now()
 	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
 	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.pods, now), s.outcome, now)
 	switch {
 	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
-		return nil
+		return 0, nil
 	case status.WriteIsUrgent(s.podSet.Status, computed, s.podSet.DesiredReplicas(), s.outcome):
 	case pacing.Overdue(interval, now):
 		// Held back for a whole interval already: churn must not starve it.
 	case status.WriteCanWait(s.podSet.Status, computed, s.outcome):
 		pacing.Scaled(interval, now)
 		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
-		return nil
+		return 0, nil
 	default:
-		if s.statusWait = pacing.Wait(interval, now); s.statusWait > 0 {
+		if due := pacing.Wait(interval, now); due > 0 {
 			pacing.Held(interval, now)
 			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
-			return nil
+			return due, nil
 		}
 	}
 	if err := r.fenceAllows(); err != nil {
-		return err
+		return 0, err
 	}
 	orig := s.podSet.DeepCopy()
 	s.podSet.Status = computed
 	patch, err := status.Patch(orig, s.podSet)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
-		return client.IgnoreNotFound(err)
+		return 0, client.IgnoreNotFound(err)
 	}
 	pacing.Wrote(interval, now)
 	s.record.statusWritten(s.podSet)
@@ -310,7 +300,7 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) err
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
-	return nil
+	return 0, nil
 }
 
 // observed is what the status is computed from besides the pods: the

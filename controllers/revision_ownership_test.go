@@ -98,19 +98,22 @@ func TestClaimRevisionsAdoptsNothingForAPodSetThatIsGone(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fresh func() client.Object
+		// notOnServer: the reconcile ends (errNotOnServer); otherwise it
+		// goes on with the PodSet being deleted, which creates nothing.
+		notOnServer bool
 	}{
-		{"deleted", func() client.Object { return nil }},
+		{"deleted", func() client.Object { return nil }, true},
 		{"being deleted", func() client.Object {
 			p := unitPodSet(1)
 			p.DeletionTimestamp = ptr.To(metav1.Now())
 			p.Finalizers = []string{"example.com/hold"}
 			return p
-		}},
+		}, false},
 		{"replaced by a namesake", func() client.Object {
 			p := unitPodSet(1)
 			p.UID = "another-uid"
 			return p
-		}},
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -121,12 +124,17 @@ func TestClaimRevisionsAdoptsNothingForAPodSetThatIsGone(t *testing.T) {
 				builder = builder.WithObjects(fresh)
 			}
 			r, c := unitReconciler(t, nil, builder.Build(), ps, orphan)
-			s := &podSetScope{podSet: ps, key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
+			s := &podSetScope{podSet: ps, record: newPodSetRecords().of(ps), key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
 
-			g.Expect(r.claimRevisions(context.Background(), s)).To(Succeed())
+			err := r.claimRevisions(context.Background(), s)
 
 			g.Expect(s.revisions.all).To(BeEmpty())
-			g.Expect(s.podSetGone).To(BeTrue())
+			if tc.notOnServer {
+				g.Expect(err).To(MatchError(errNotOnServer))
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(s.podSet.DeletionTimestamp).NotTo(BeNil(), "the reconcile goes on with the cached PodSet, which is not being deleted")
+			}
 			stored := &appsv1.ControllerRevision{}
 			g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(orphan), stored)).To(Succeed())
 			g.Expect(stored.OwnerReferences).To(BeEmpty())

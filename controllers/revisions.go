@@ -62,7 +62,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	rs.collisionCount = ps.Status.CollisionCount
 	rs.updateTemplate = revision.FromPodSet(ps)
 
-	if ps.DeletionTimestamp != nil || s.podSetGone {
+	if ps.DeletionTimestamp != nil {
 		// Nothing is created for a PodSet on its way out.
 		return nil
 	}

@@ -40,9 +40,10 @@ const (
 // strategy's bounds: see rolling_update.go for what one step does. It acts
 // only when every write of the previous reconcile has been observed in the
 // cache; otherwise the cache may still lack pods just created (or still hold
-// pods just deleted) and acting on it would overshoot.
-func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error {
-	if s.podSet.DeletionTimestamp != nil || s.podSetGone {
+// pods just deleted) and acting on it would overshoot, and not when the pod
+// cache check decided to hold the pods as they are.
+func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache cacheVerdict) error {
+	if s.podSet.DeletionTimestamp != nil {
 		return nil
 	}
 	// Deletes an earlier step sent in the background failed: reported and
@@ -52,7 +53,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope) error 
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
 	}
-	if s.expectationsWait > 0 || s.waitForPodCache || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
+	if s.expectationsWait > 0 || cache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
 		return nil
 	}
 	s.outcome.Attempted = true
