@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/podwrites"
 )
 
 // startBackground gives r running background deletions, stopped (and
@@ -53,22 +53,20 @@ func (h *heldDeletes) free() { h.once.Do(func() { close(h.release) }) }
 
 // holdDeletes holds r's pod deletes until free is called, or the test ends
 // (a test that failed first must not leave its cleanup waiting for them).
-func holdDeletes(t *testing.T, r *PodSetReconciler, c client.Client, fail ...string) *heldDeletes {
+func holdDeletes(t *testing.T, r *PodSetReconciler, fail ...string) *heldDeletes {
 	h := &heldDeletes{release: make(chan struct{}), fail: map[string]bool{}}
 	t.Cleanup(h.free)
 	for _, name := range fail {
 		h.fail[name] = true
 	}
-	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			h.sent.Add(1)
-			<-h.release
-			if h.fail[obj.GetName()] {
-				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("denied by a webhook"))
-			}
-			return cl.Delete(ctx, obj, opts...)
-		},
-	})
+	interceptPodWrites(r, podControlFuncs{delete: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
+		h.sent.Add(1)
+		<-h.release
+		if h.fail[pod.Name] {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New("denied by a webhook"))
+		}
+		return next.DeletePod(ctx, pod)
+	}})
 	return h
 }
 
@@ -98,7 +96,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	pods := ownedPods(ps, 5)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	b := startBackground(t, r)
-	held := holdDeletes(t, r, c)
+	held := holdDeletes(t, r)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 
@@ -123,7 +121,7 @@ func TestAStepThatAlsoCreatesWaitsForItsDeletes(t *testing.T) {
 	ps, pods := rollingPodSet(4, 1)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	startBackground(t, r)
-	held := holdDeletes(t, r, c)
+	held := holdDeletes(t, r)
 	done := make(chan struct{})
 	go func() {
 		_, _ = reconcileOnce(r, ps)
@@ -145,7 +143,7 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	pods := ownedPods(ps, 5)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	b := startBackground(t, r)
-	held := holdDeletes(t, r, c, pods[4].Name)
+	held := holdDeletes(t, r, pods[4].Name)
 	held.free()
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
@@ -173,7 +171,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	clock := time.Now()
 	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
 	b := startBackground(t, r)
-	held := holdDeletes(t, r, c)
+	held := holdDeletes(t, r)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))

@@ -102,6 +102,9 @@ type PodSetReconciler struct {
 	// Fence, when set, stops a leader that was paused from acting until it
 	// has renewed its lease (see leaderfence.Fence).
 	Fence *leaderfence.Fence
+	// PodControl, when set, creates and deletes the pods instead of
+	// Client (under Fence): a test's stand-in for the API server's answers.
+	PodControl podwrites.PodControl
 
 	// records holds what the reconciler remembers about each PodSet
 	// (podset_record.go).

@@ -25,7 +25,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -168,14 +167,12 @@ func TestReconcileWithPartialCreates(t *testing.T) {
 	ps := unitPodSet(6)
 	r, c := unitReconciler(t, nil, nil, ps)
 	var creates atomic.Int32
-	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if _, isPod := obj.(*corev1.Pod); isPod && creates.Add(1) > 2 {
-				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("exceeded quota"))
-			}
-			return cl.Create(ctx, obj, opts...)
-		},
-	})
+	interceptPodWrites(r, podControlFuncs{create: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
+		if creates.Add(1) > 2 {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("exceeded quota"))
+		}
+		return next.CreatePod(ctx, pod)
+	}})
 
 	_, err := reconcileOnce(r, ps)
 
@@ -223,19 +220,14 @@ func TestTransientErrors(t *testing.T) {
 func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(100)
-	r, c := unitReconciler(t, nil, nil, ps)
+	r, _ := unitReconciler(t, nil, nil, ps)
 	var creates atomic.Int32
-	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if _, isPod := obj.(*corev1.Pod); isPod {
-				creates.Add(1)
-				err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("unable to create new content in namespace ns because it is being terminated"))
-				err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
-				return err
-			}
-			return cl.Create(ctx, obj, opts...)
-		},
-	})
+	interceptPodWrites(r, podControlFuncs{create: func(context.Context, *corev1.Pod, podwrites.PodControl) error {
+		creates.Add(1)
+		err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("unable to create new content in namespace ns because it is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+		return err
+	}})
 
 	_, err := reconcileOnce(r, ps)
 

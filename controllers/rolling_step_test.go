@@ -14,11 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/podwrites"
 )
 
 // rollingPodSet is ps with a new image and a rolling update of no surge and
@@ -33,18 +32,16 @@ func rollingPodSet(replicas int32, maxUnavailable int32) (*appv1alpha1.PodSet, [
 	return ps, pods
 }
 
-// countCreates wraps r's client so that it counts the pods created.
+// countCreates counts the pods r creates.
 func countCreates(r *PodSetReconciler) *atomic.Int32 {
 	var n atomic.Int32
-	r.Client = interceptor.NewClient(r.Client.(client.WithWatch), interceptor.Funcs{
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			err := cl.Create(ctx, obj, opts...)
-			if _, pod := obj.(*corev1.Pod); pod && err == nil {
-				n.Add(1)
-			}
-			return err
-		},
-	})
+	interceptPodWrites(r, podControlFuncs{create: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
+		err := next.CreatePod(ctx, pod)
+		if err == nil {
+			n.Add(1)
+		}
+		return err
+	}})
 	return &n
 }
 
@@ -56,7 +53,7 @@ func TestARollingStepCreatesAsItsDeletesAreAnswered(t *testing.T) {
 	ps, pods := rollingPodSet(4, 2)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
 	startBackground(t, r)
-	held := holdDeletes(t, r, c)
+	held := holdDeletes(t, r)
 	creates := countCreates(r)
 	done := make(chan struct{})
 	go func() {
@@ -85,14 +82,12 @@ func TestARollingStepSkipsTheCreationsOfFailedDeletes(t *testing.T) {
 	startBackground(t, r)
 	// The first delete to arrive is refused, the other goes through.
 	var deletes atomic.Int32
-	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if deletes.Add(1) == 1 {
-				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("denied by a webhook"))
-			}
-			return cl.Delete(ctx, obj, opts...)
-		},
-	})
+	interceptPodWrites(r, podControlFuncs{delete: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
+		if deletes.Add(1) == 1 {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New("denied by a webhook"))
+		}
+		return next.DeletePod(ctx, pod)
+	}})
 	creates := countCreates(r)
 
 	err := reconcileReturns(g, r, ps)

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -122,6 +121,15 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache 
 	return nil
 }
 
+// podControl is how the reconciler creates and deletes pods: PodControl
+// when set, else the API server through Client, under the Fence.
+func (r *PodSetReconciler) podControl() podwrites.PodControl {
+	if r.PodControl != nil {
+		return r.PodControl
+	}
+	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
+}
+
 // fenceAllows is nil unless a fence is set and refuses (see leaderfence.Fence).
 func (r *PodSetReconciler) fenceAllows() error {
 	if r.Fence == nil {
@@ -157,16 +165,11 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		if err := room.Take(ctx); err != nil {
 			return err
 		}
-		// A pause can fall in the middle of a step: each write checks
-		// the fence, not only the reconcile's start.
-		if err := r.fenceAllows(); err != nil {
-			return err
-		}
 		pod := operand.NewPod(ps, tmpl, hash, r.DefaultImage)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, pod); err != nil {
+		if err := r.podControl().CreatePod(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// The namespace is going away, and the PodSet with
 				// it; every further create would be refused too.
@@ -280,12 +283,7 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 		}
 		wg.Go(func() {
 			defer r.podWriteSlots.Give()
-			err := r.fenceAllows()
-			if err == nil {
-				// The UID precondition keeps a namesake created
-				// meanwhile safe.
-				err = r.Delete(send, pod, client.Preconditions{UID: &pod.UID})
-			}
+			err := r.podControl().DeletePod(send, pod)
 			if (err == nil || apierrors.IsNotFound(err)) && freed != nil {
 				freed()
 			}

@@ -2,5 +2,7 @@
 // writes in flight across all PodSets (Slots), creates sent in batches that
 // double while they succeed (SlowStart), a rolling step's creations sent as
 // its deletions make room (SurgeRoom), and what a failed write says about
-// the API server (IsTransient, MayHaveReachedServer). It knows no PodSet.
+// the API server (IsTransient, MayHaveReachedServer). PodControl sends the
+// creates and deletes themselves, under the leader fence, and lets tests
+// stand in for the API server. It knows no PodSet.
 package podwrites
