@@ -3,12 +3,11 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
+	"github.com/example/podset-operator/test/promapi"
 )
 
 // metricsJob is the job name of the operator's metrics in Prometheus: the
@@ -102,6 +102,7 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	step("metrics endpoint: 200 with the metrics-reader token, 401 without a token, 403 for another ServiceAccount")
 
 	prom := startPrometheus(t, promBin, port, allowed)
+	ctx := t.Context()
 
 	// A PodSet of 3 in a namespace whose quota allows one pod.
 	ns := newNamespace(t, "metrics-quota", nil)
@@ -111,40 +112,42 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	Expect(err).NotTo(HaveOccurred())
 	sel := fmt.Sprintf(`namespace=%q, podset="web"`, ns)
 
-	Eventually(func() (float64, error) { return prom.value(t, fmt.Sprintf(`up{job=%q}`, metricsJob)) }).
+	Eventually(func() (float64, error) { return prom.Value(ctx, fmt.Sprintf(`up{job=%q}`, metricsJob)) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0), "Prometheus scrapes the operator")
 	// The manager's own garbage collector target when GOGC is not set
 	// (main.go, defaultGCPercent), as Go's runtime reports it.
-	Expect(prom.value(t, fmt.Sprintf(`go_gc_gogc_percent{job=%q}`, metricsJob))).To(Equal(50.0), "GOGC unset: the manager's default of 50")
-	Eventually(func() (float64, error) { return prom.value(t, `podset_spec_replicas{`+sel+`}`) }).
+	Expect(prom.Value(ctx, fmt.Sprintf(`go_gc_gogc_percent{job=%q}`, metricsJob))).To(Equal(50.0), "GOGC unset: the manager's default of 50")
+	Eventually(func() (float64, error) { return prom.Value(ctx, `podset_spec_replicas{`+sel+`}`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
 	Eventually(func() (float64, error) {
-		return prom.value(t, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="true"}`)
+		return prom.Value(ctx, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="true"}`)
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
-	Eventually(func() ([]string, error) { return prom.firing(t, ns) }).
+	Eventually(func() ([]string, error) { return prom.firing(ctx, ns) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainElement("PodSetReplicaFailure"))
-	Expect(prom.value(t, `podset_status_replicas{`+sel+`}`)).To(Equal(1.0))
-	Expect(prom.value(t, `sum(podset_operator_pod_creates_total{result="failed"})`)).To(BeNumerically(">", 0))
+	Expect(prom.Value(ctx, `podset_status_replicas{`+sel+`}`)).To(Equal(1.0))
+	Expect(prom.Value(ctx, `sum(podset_operator_pod_creates_total{result="failed"})`)).To(BeNumerically(">", 0))
 	step("quota refusing pods: ReplicaFailure true in Prometheus, PodSetReplicaFailure firing")
 
 	// The quota lifted: the PodSet converges, the alert resolves.
 	setQuota(t, ns, "pods", 100)
-	Eventually(func() (float64, error) { return prom.value(t, `podset_status_available_replicas{`+sel+`}`) }).
+	Eventually(func() (float64, error) { return prom.Value(ctx, `podset_status_available_replicas{`+sel+`}`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(3.0))
 	Eventually(func() (float64, error) {
-		return prom.value(t, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="false"}`)
+		return prom.Value(ctx, `podset_status_condition{`+sel+`, condition="ReplicaFailure", status="false"}`)
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
-	Eventually(func() ([]string, error) { return prom.firing(t, ns) }).
+	Eventually(func() ([]string, error) { return prom.firing(ctx, ns) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).ShouldNot(ContainElement("PodSetReplicaFailure"))
 	step("quota lifted: 3 available, ReplicaFailure false, the alert resolved")
 
 	// A PodSet's series go with it.
 	mustKubectl(t, "delete", "podset", "web", "-n", ns)
-	Eventually(func() (float64, error) { return prom.value(t, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
+	Eventually(func() (float64, error) { return prom.Value(ctx, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(0.0))
 }
 
-type prometheus struct{ api string }
+// prometheus is the Prometheus that startPrometheus runs, through its HTTP
+// API.
+type prometheus struct{ *promapi.Client }
 
 // startPrometheus runs Prometheus scraping the operator's metrics on port
 // every second with the bearer token, and evaluating the shipped rules
@@ -176,8 +179,8 @@ scrape_configs:
 	}, nil, filepath.Join(env.cluster.LogDir(), "prometheus.log"))
 	Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = proc.Stop() })
-	p := &prometheus{api: fmt.Sprintf("http://127.0.0.1:%d/api/v1", port)}
-	Eventually(func() error { _, err := p.get(t, "/status/buildinfo"); return err }).
+	p := &prometheus{&promapi.Client{Base: fmt.Sprintf("http://127.0.0.1:%d/api/v1", port)}}
+	Eventually(func() error { _, err := p.Get(t.Context(), "/status/buildinfo"); return err }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Prometheus did not start; see prometheus.log")
 	step("Prometheus up on 127.0.0.1:%d, scraping https://127.0.0.1:%d/metrics with the metrics-reader token", port, metricsPort)
 	return p
@@ -207,68 +210,14 @@ func immediateRules() []byte {
 	return out
 }
 
-func (p *prometheus) get(t *testing.T, path string) (json.RawMessage, error) {
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, p.api+path, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Data   json.RawMessage `json:"data"`
-		Error  string          `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", path, body.Error)
-	}
-	return body.Data, nil
-}
-
-// value is the single value of an instant query; an error when it returns
-// no series or more than one.
-func (p *prometheus) value(t *testing.T, query string) (float64, error) {
-	data, err := p.get(t, "/query?query="+url.QueryEscape(query))
-	if err != nil {
-		return 0, err
-	}
-	var res struct {
-		Result []struct {
-			Value [2]any `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		return 0, err
-	}
-	if len(res.Result) != 1 {
-		return 0, fmt.Errorf("%s: %d series", query, len(res.Result))
-	}
-	s, _ := res.Result[0].Value[1].(string)
-	var v float64
-	_, err = fmt.Sscan(s, &v)
-	return v, err
-}
-
 // firing lists the alerts firing for namespace ns.
-func (p *prometheus) firing(t *testing.T, ns string) ([]string, error) {
-	data, err := p.get(t, "/alerts")
+func (p *prometheus) firing(ctx context.Context, ns string) ([]string, error) {
+	alerts, err := p.Alerts(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		Alerts []struct {
-			Labels map[string]string `json:"labels"`
-			State  string            `json:"state"`
-		} `json:"alerts"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, a := range res.Alerts {
+	for _, a := range alerts {
 		if a.State == "firing" && a.Labels["namespace"] == ns {
 			names = append(names, a.Labels["alertname"])
 		}

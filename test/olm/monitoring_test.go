@@ -3,20 +3,17 @@
 package olm_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,35 +40,16 @@ func monitoringServed(t *testing.T) bool {
 // the prometheus-operator Go module at the version the Makefile pins) and
 // deletes them when the test ends.
 func installMonitoringCRDs(t *testing.T) {
-	ctx := t.Context()
 	dir := os.Getenv("MONITORING_CRDS")
 	if dir == "" {
 		t.Fatal("MONITORING_CRDS is not set: run `make test-olm`")
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	must(t, err)
-	if len(files) != 2 {
-		t.Fatalf("want the ServiceMonitor and PrometheusRule CRDs in %s, got %v", dir, files)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		must(t, err)
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd))
-		if crd.Spec.Group != monitoringGroup {
-			t.Fatalf("%s: a CRD of group %q", f, crd.Spec.Group)
+	installCRDs(t, t.Context(), dir, func(files []string) error {
+		if len(files) != 2 {
+			return fmt.Errorf("want the ServiceMonitor and PrometheusRule CRDs in %s, got %v", dir, files)
 		}
-		must(t, k8s.Create(ctx, crd))
-		t.Cleanup(func() {
-			bg := context.Background()
-			_ = k8s.Delete(bg, crd)
-			_ = poll(bg, time.Minute, func() (bool, string, error) {
-				err := k8s.Get(bg, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
-				return apierrors.IsNotFound(err), "CRD " + crd.Name + " still there", client.IgnoreNotFound(err)
-			})
-		})
-		must(t, waitEstablished(ctx, crd.Name))
-	}
+		return nil
+	})
 }
 
 // deploymentPod waits for the pod that dep's ReplicaSet made and returns its

@@ -19,10 +19,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,12 +33,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -48,6 +44,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
+	"github.com/example/podset-operator/test/promapi"
 )
 
 const (
@@ -84,7 +81,14 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	// The API appears after the manager started: it finds it on its
 	// periodic check (every minute) and applies both objects.
 	installed := time.Now()
-	installPrometheusOperatorCRDs(t, ctx, filepath.Join(dir, "crds"))
+	// All the Prometheus Operator's CRDs: it watches every kind it serves.
+	crds := filepath.Join(dir, "crds")
+	installCRDs(t, ctx, crds, func(files []string) error {
+		if len(files) < 2 {
+			return fmt.Errorf("want the Prometheus Operator's CRDs in %s, got %v", crds, files)
+		}
+		return nil
+	})
 	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
 		sm := &unstructured.Unstructured{}
 		sm.SetAPIVersion(monitoring.GroupVersion)
@@ -215,9 +219,9 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	p, err := startProc("prometheus", script, append([]string{pod, promBin}, args...), append(kubeEnv, containerEnv(t, promC, podName)...)...)
 	must(t, err)
 	t.Cleanup(func() { _ = p.Stop() })
-	api := &promAPI{base: fmt.Sprintf("http://127.0.0.1:%d/api/v1", apiPort), log: p.LogPath()}
+	api := &promapi.Client{Base: fmt.Sprintf("http://127.0.0.1:%d/api/v1", apiPort), Log: p.LogPath()}
 	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
-		_, err := api.get(ctx, "/status/buildinfo")
+		_, err := api.Get(ctx, "/status/buildinfo")
 		return err == nil, fmt.Sprintf("Prometheus not answering (%v)", err), nil
 	}))
 	t.Logf("Prometheus %s runs the generated configuration: %s", version, strings.Join(args, " "))
@@ -226,7 +230,7 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	// Service's endpoints, and succeeds with the ServiceAccount's token.
 	managerPod := deploymentPodOn(t, ctx, dep)
 	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		targets, err := api.targets(ctx)
+		targets, err := api.Targets(ctx)
 		if err != nil {
 			return false, "", err
 		}
@@ -244,7 +248,7 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 		}
 		return false, fmt.Sprintf("targets of %s: %v", job, seen), nil
 	}))
-	if v, err := api.value(ctx, fmt.Sprintf(`up{job=%q, namespace=%q}`, metricsJob, ns)); err != nil || v != 1 {
+	if v, err := api.Value(ctx, fmt.Sprintf(`up{job=%q, namespace=%q}`, metricsJob, ns)); err != nil || v != 1 {
 		t.Fatalf("up of the manager's job: %v, %v; want 1", v, err)
 	}
 	t.Logf("Prometheus scrapes %s (pod %s, %s:8443) through the ServiceMonitor", metricsJob, managerPod.Name, managerPod.Status.PodIP)
@@ -267,17 +271,17 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	// honorLabels): not renamed to exported_namespace, not replaced by the
 	// operator's.
 	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
-		v, err := api.value(ctx, `podset_spec_replicas{`+sel+`}`)
+		v, err := api.Value(ctx, `podset_spec_replicas{`+sel+`}`)
 		return err == nil && v == 2, fmt.Sprintf("podset_spec_replicas{%s}: %v, %v", sel, v, err), nil
 	}))
-	if v, err := api.value(ctx, `count(podset_spec_replicas{exported_namespace!=""}) or vector(0)`); err != nil || v != 0 {
+	if v, err := api.Value(ctx, `count(podset_spec_replicas{exported_namespace!=""}) or vector(0)`); err != nil || v != 0 {
 		t.Fatalf("PodSet series with an exported_namespace label: %v, %v; want none", v, err)
 	}
 
 	// The PrometheusRule's groups and alerts, all loaded, from the rule
 	// files the Prometheus Operator wrote.
 	want := embeddedAlerts(t)
-	groups, err := api.rules(ctx)
+	groups, err := api.Rules(ctx)
 	must(t, err)
 	got := map[string][]string{}
 	for _, g := range groups {
@@ -295,7 +299,7 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	// The quota raises ReplicaFailure, and the alert on it is pending
 	// (its `for` is 5 minutes) or firing.
 	must(t, poll(ctx, 2*time.Minute, func() (bool, string, error) {
-		alerts, err := api.alerts(ctx)
+		alerts, err := api.Alerts(ctx)
 		if err != nil {
 			return false, "", err
 		}
@@ -351,41 +355,6 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 
 // serviceMonitorName is the manager's ServiceMonitor.
 const serviceMonitorName = "podset-operator-controller-manager-metrics-monitor"
-
-// installPrometheusOperatorCRDs creates all the Prometheus Operator's CRDs
-// (the operator watches every kind it serves) and deletes them when the
-// test ends.
-func installPrometheusOperatorCRDs(t *testing.T, ctx context.Context, dir string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	must(t, err)
-	if len(files) < 2 {
-		t.Fatalf("want the Prometheus Operator's CRDs in %s, got %v", dir, files)
-	}
-	var names []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		must(t, err)
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd))
-		if crd.Spec.Group != monitoringGroup {
-			t.Fatalf("%s: a CRD of group %q", f, crd.Spec.Group)
-		}
-		must(t, k8s.Create(ctx, crd))
-		names = append(names, crd.Name)
-		t.Cleanup(func() {
-			bg := context.Background()
-			_ = k8s.Delete(bg, crd)
-			_ = poll(bg, time.Minute, func() (bool, string, error) {
-				err := k8s.Get(bg, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
-				return apierrors.IsNotFound(err), "CRD " + crd.Name + " still there", client.IgnoreNotFound(err)
-			})
-		})
-	}
-	for _, name := range names {
-		must(t, waitEstablished(ctx, name))
-	}
-}
 
 // prometheusVersion is the version of the Prometheus binary, as the
 // Prometheus object's spec.version gives it ("v2.42.0").
@@ -601,109 +570,4 @@ func embeddedAlerts(t *testing.T) map[string][]string {
 		t.Fatal("the embedded PrometheusRule has no groups")
 	}
 	return want
-}
-
-// promAPI is Prometheus's HTTP API.
-type promAPI struct{ base, log string }
-
-func (p *promAPI) get(ctx context.Context, path string) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w (Prometheus log:\n%s)", err, tail(p.log, 10))
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Data   json.RawMessage `json:"data"`
-		Error  string          `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", path, body.Error)
-	}
-	return body.Data, nil
-}
-
-// value is the single value of an instant query; an error when it returns
-// no series or more than one.
-func (p *promAPI) value(ctx context.Context, query string) (float64, error) {
-	data, err := p.get(ctx, "/query?query="+url.QueryEscape(query))
-	if err != nil {
-		return 0, err
-	}
-	var res struct {
-		Result []struct {
-			Value [2]any `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		return 0, err
-	}
-	if len(res.Result) != 1 {
-		return 0, fmt.Errorf("%s: %d series", query, len(res.Result))
-	}
-	s, _ := res.Result[0].Value[1].(string)
-	var v float64
-	_, err = fmt.Sscan(s, &v)
-	return v, err
-}
-
-type promTarget struct {
-	ScrapePool string            `json:"scrapePool"`
-	Labels     map[string]string `json:"labels"`
-	Health     string            `json:"health"`
-	LastError  string            `json:"lastError"`
-}
-
-func (p *promAPI) targets(ctx context.Context) ([]promTarget, error) {
-	data, err := p.get(ctx, "/targets?state=active")
-	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		ActiveTargets []promTarget `json:"activeTargets"`
-	}
-	return res.ActiveTargets, json.Unmarshal(data, &res)
-}
-
-type promRuleGroup struct {
-	Name  string `json:"name"`
-	File  string `json:"file"`
-	Rules []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	} `json:"rules"`
-}
-
-func (p *promAPI) rules(ctx context.Context) ([]promRuleGroup, error) {
-	data, err := p.get(ctx, "/rules?type=alert")
-	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		Groups []promRuleGroup `json:"groups"`
-	}
-	return res.Groups, json.Unmarshal(data, &res)
-}
-
-type promAlert struct {
-	Labels map[string]string `json:"labels"`
-	State  string            `json:"state"`
-}
-
-func (p *promAPI) alerts(ctx context.Context) ([]promAlert, error) {
-	data, err := p.get(ctx, "/alerts")
-	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		Alerts []promAlert `json:"alerts"`
-	}
-	return res.Alerts, json.Unmarshal(data, &res)
 }
