@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -19,55 +18,29 @@ import (
 //
 // Waking each PodSet a second after each of its steps would cost a
 // reconcile per step for the many PodSets whose events came in time (a
-// thousand per scale of the benchmark's 1000x1 shape). So one loop looks at
-// the expectations instead, and queues only the PodSets whose events lag:
+// thousand per scale of the benchmark's 1000x1 shape). So one loop
+// (consistency.LagScan) looks at the expectations instead, and queues only
+// the PodSets whose events lag:
 // their reconcile compares the cache with the API server
 // (pod_cache_check.go), and acts on the API server's pods if the cache is
 // behind.
 
 var lagLog = logf.Log.WithName("lagging-podsets")
 
-// lagQueue queues the PodSets whose expectations lag.
-type lagQueue struct {
-	expectations *consistency.Expectations
-	wakeUps      *wakeUps
+// newLagScan is the loop that queues the PodSets whose awaited events lag.
+func (r *PodSetReconciler) newLagScan() *consistency.LagScan {
+	return &consistency.LagScan{Expectations: r.Expectations, Interval: LagCheckInterval, Queue: r.queueLagging}
 }
 
-func newLagQueue(e *consistency.Expectations, w *wakeUps) *lagQueue {
-	return &lagQueue{expectations: e, wakeUps: w}
-}
-
-// Start scans the expectations every LagCheckInterval until ctx ends. It
-// runs on the leader only, the one replica that writes.
-func (q *lagQueue) Start(ctx context.Context) error {
-	tick := time.NewTicker(LagCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			if !q.queueLagging(ctx) {
-				return nil
-			}
-		}
+// queueLagging wakes the PodSet of a lagging expectations key; it reports
+// false when ctx ended first.
+func (r *PodSetReconciler) queueLagging(ctx context.Context, key string) bool {
+	nn, ok := consistency.PodSetOfKey(key)
+	if !ok {
+		return true
 	}
-}
-
-// queueLagging queues each PodSet that has become lagging; it reports false
-// when ctx ended first.
-func (q *lagQueue) queueLagging(ctx context.Context) bool {
-	for _, key := range q.expectations.TakeLagging() {
-		nn, ok := consistency.PodSetOfKey(key)
-		if !ok {
-			continue
-		}
-		metrics.PodEventsLagging.Inc()
-		lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
-			"namespace", nn.Namespace, "name", nn.Name, "lag", ExpectationsLagThreshold)
-		if !q.wakeUps.wake(ctx, nn) {
-			return false
-		}
-	}
-	return true
+	metrics.PodEventsLagging.Inc()
+	lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
+		"namespace", nn.Namespace, "name", nn.Name, "lag", ExpectationsLagThreshold)
+	return r.wakeUps.wake(ctx, nn)
 }

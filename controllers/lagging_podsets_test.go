@@ -16,31 +16,32 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 )
 
-func TestLagQueueQueuesLaggingPodSets(t *testing.T) {
+func TestLagScanQueuesLaggingPodSets(t *testing.T) {
 	g := NewWithT(t)
 	clock := time.Unix(1000, 0)
-	e := newExpectations(consistency.WithClock(func() time.Time { return clock }))
+	r := &PodSetReconciler{Expectations: newExpectations(consistency.WithClock(func() time.Time { return clock })), wakeUps: newWakeUps()}
+	e := r.Expectations
 	e.ExpectCreations(consistency.Key("ns", "web", "uid-1"), 1)
 	e.ExpectCreations(consistency.Key("ns", "db", "uid-2"), 1)
 	e.CreationObserved(consistency.Key("ns", "db", "uid-2"))
 	clock = clock.Add(ExpectationsLagThreshold)
-	q := newLagQueue(e, newWakeUps())
+	scan := r.newLagScan()
 
-	g.Expect(q.queueLagging(context.Background())).To(BeTrue())
-	g.Expect(q.wakeUps.ch).To(HaveLen(1))
-	ev := <-q.wakeUps.ch
+	g.Expect(scan.Scan(context.Background())).To(BeTrue())
+	g.Expect(r.wakeUps.ch).To(HaveLen(1))
+	ev := <-r.wakeUps.ch
 	g.Expect(client.ObjectKeyFromObject(ev.Object)).To(Equal(client.ObjectKey{Namespace: "ns", Name: "web"}))
 
 	// A stopping manager does not block the loop on a full channel.
-	for range cap(q.wakeUps.ch) {
-		q.wakeUps.ch <- ev
+	for range cap(r.wakeUps.ch) {
+		r.wakeUps.ch <- ev
 	}
 	clock = clock.Add(time.Second)
 	e.ExpectCreations(consistency.Key("ns", "web", "uid-1"), 1)
 	clock = clock.Add(ExpectationsLagThreshold)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	g.Expect(q.queueLagging(ctx)).To(BeFalse())
+	g.Expect(scan.Scan(ctx)).To(BeFalse())
 }
 
 // The broken watch of the fault matrix's rollout: the PodSet deleted a pod

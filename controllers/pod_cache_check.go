@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
@@ -52,65 +53,16 @@ import (
 // PodSet knew exactly what to do: the fault matrix's broken watch converged
 // 5-13 times slower than undisturbed that way.
 
-// cacheDoubts counts what may have left the pod cache behind without any
-// event to say so: the fence's pauses, and the pod watches' failures while
-// one is down.
-type cacheDoubts struct {
-	pauses, watchFailures uint64
-}
-
-// checkedAfter reports whether a check made at c came after everything d
-// counts.
-func (d cacheDoubts) checkedAfter(c cacheDoubts) bool {
-	return c.pauses >= d.pauses && c.watchFailures >= d.watchFailures
-}
-
-// podCacheCheck is what the last checks of one PodSet's pod cache found: the
-// doubts the last check that found it current came after, and how many
-// checks in a row have found it behind. It is part of the PodSet's record.
-type podCacheCheck struct {
-	checkedAfter cacheDoubts
-	behind       int
-}
-
-// foundBehind records a check that found the cache behind, and returns when
-// to check again.
-func (c *podCacheCheck) foundBehind() time.Duration {
-	n := c.behind
-	c.behind = n + 1
-	return min(PodCacheRecheckInterval<<min(n, 8), MaxPodCacheRecheckInterval)
-}
-
-// converging records a check that found the cache behind while the PodSet
-// still has work to do on the API server's pods: it looks again after the
-// shortest interval, not a growing one.
-func (c *podCacheCheck) converging() time.Duration {
-	c.behind = 1
-	return PodCacheRecheckInterval
-}
-
-// isBehind reports whether the last check found the cache behind.
-func (c *podCacheCheck) isBehind() bool { return c.behind > 0 }
-
-// upToDate reports whether a check came after every doubt counted.
-func (c *podCacheCheck) upToDate(doubts cacheDoubts) bool { return doubts.checkedAfter(c.checkedAfter) }
-
-// done records a check that found the cache current, after doubts. The
-// watch failures read 0 once every pod watch delivers again; the highest
-// count seen is kept, so that a later failure is still one to check after.
-func (c *podCacheCheck) done(doubts cacheDoubts) {
-	c.checkedAfter = cacheDoubts{pauses: max(c.checkedAfter.pauses, doubts.pauses), watchFailures: max(c.checkedAfter.watchFailures, doubts.watchFailures)}
-	c.behind = 0
-}
-
-// cacheDoubts returns the pauses the fence noticed (none without a fence)
-// and the pod watches' failures while one is down.
-func (r *PodSetReconciler) cacheDoubts() cacheDoubts {
-	var d cacheDoubts
+// cacheDoubts returns what may have left the pod cache behind without any
+// event to say so: the pauses the fence noticed (none without a fence), and
+// the pod watches' failures while one is down. The PodSet's record keeps
+// the last check of its pods against them (consistency.CacheCheck).
+func (r *PodSetReconciler) cacheDoubts() consistency.Doubts {
+	var d consistency.Doubts
 	if r.Fence != nil {
-		d.pauses = r.Fence.Trips()
+		d.Pauses = r.Fence.Trips()
 	}
-	d.watchFailures = r.WatchGaps.PodFailures()
+	d.WatchFailures = r.WatchGaps.PodFailures()
 	return d
 }
 
@@ -137,8 +89,8 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 	doubtful := r.Expectations.Doubtful(s.key)
 	lagging := s.expectationsWait > 0 && r.Expectations.Lagging(s.key)
 	doubts := r.cacheDoubts()
-	inDoubt := !s.record.podCache.upToDate(doubts)
-	behind := s.record.podCache.isBehind()
+	inDoubt := !s.record.podCache.UpToDate(doubts)
+	behind := s.record.podCache.IsBehind()
 	// Expectations still running are waited for, except after a pause or
 	// while a pod watch is down: what they wait for may have come and gone while
 	// the replica was stopped or its watch down (a pod it created, deleted
@@ -183,9 +135,9 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 			// Backing off would only stretch the convergence (the
 			// relist after repeated API server restarts took 45 s in
 			// the fault matrix).
-			v.recheckIn = s.record.podCache.converging()
+			v.recheckIn = s.record.podCache.Converging(PodCacheRecheckInterval)
 		} else {
-			v.recheckIn = s.record.podCache.foundBehind()
+			v.recheckIn = s.record.podCache.FoundBehind(PodCacheRecheckInterval, MaxPodCacheRecheckInterval)
 		}
 		logf.FromContext(ctx).Info("the pod cache is behind the API server",
 			"missingFromCache", missing, "goneFromServer", extra, "actingOnTheAPIServersPods", acting, "nextCheck", v.recheckIn)
@@ -197,7 +149,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 		r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
 		s.expectationsWait = 0
 	}
-	s.record.podCache.done(doubts)
+	s.record.podCache.Done(doubts)
 	return cacheVerdict{}, nil
 }
 

@@ -159,7 +159,7 @@ func TestReconcileAfterAPauseDoesNotActOnACacheBehind(t *testing.T) {
 	r.Pods = podIndexWith(t, pods)
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podCacheOf(r, ps).upToDate(cacheDoubts{pauses: f.Trips()})).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).UpToDate(consistency.Doubts{Pauses: f.Trips()})).To(BeTrue())
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -191,7 +191,7 @@ func TestReconcileAfterAPauseDropsExpectationsTheCacheAnswers(t *testing.T) {
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the PodSet waited for a creation whose pod is gone")
-	g.Expect(podCacheOf(r, ps).upToDate(cacheDoubts{pauses: f.Trips()})).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).UpToDate(consistency.Doubts{Pauses: f.Trips()})).To(BeTrue())
 }
 
 // The broken watch of the fault matrix: the leader was paused, pods were
@@ -334,18 +334,6 @@ func TestPodCacheDiff(t *testing.T) {
 			g.Expect(extra).To(Equal(tc.extra), "extra")
 		})
 	}
-}
-
-func TestPodCacheRecheckBacksOff(t *testing.T) {
-	g := NewWithT(t)
-	var c podCacheCheck
-	var waits []time.Duration
-	for range 7 {
-		waits = append(waits, c.foundBehind())
-	}
-	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}))
-	c.done(cacheDoubts{})
-	g.Expect(c.foundBehind()).To(Equal(time.Second), "a check that found the cache current starts over")
 }
 
 // listRecorder is a reader that records the type of each list read through

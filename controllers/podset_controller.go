@@ -111,7 +111,6 @@ type PodSetReconciler struct {
 	records *podSetRecords
 	// wakeUps queues the PodSets that no watch event will bring.
 	wakeUps       *wakeUps
-	lagging       *lagQueue
 	podWriteSlots podwrites.Slots
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.
@@ -346,8 +345,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.releaseFenced)
 	}
-	r.lagging = newLagQueue(r.Expectations, r.wakeUps)
-	if err := mgr.Add(r.lagging); err != nil {
+	if err := mgr.Add(r.newLagScan()); err != nil {
 		return err
 	}
 	r.podWriteSlots = podwrites.NewSlots(podwrites.DefaultPodWritesInFlight)

@@ -44,7 +44,7 @@ type podSetRecord struct {
 	podSetReadAfter uint64
 	// podCache is what the last checks of the PodSet's pod cache found
 	// (pod_cache_check.go).
-	podCache podCacheCheck
+	podCache consistency.CacheCheck
 	// recentRevision is the revision the reconciler created last, until the
 	// cache shows it (revisions.go).
 	recentRevision recentRevision

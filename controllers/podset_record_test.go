@@ -9,10 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
 )
 
 // podCacheOf is what r remembers of the checks of ps's pod cache.
-func podCacheOf(r *PodSetReconciler, ps *appv1alpha1.PodSet) *podCacheCheck {
+func podCacheOf(r *PodSetReconciler, ps *appv1alpha1.PodSet) *consistency.CacheCheck {
 	return &r.records.of(ps).podCache
 }
 

@@ -9,21 +9,6 @@ import (
 
 // The reconciles while a pod watch is down (see podcache.WatchGaps).
 
-func TestPodCacheChecksKeepTheHighestFailureCountChecked(t *testing.T) {
-	g := NewWithT(t)
-	var c podCacheCheck
-	g.Expect(c.upToDate(cacheDoubts{})).To(BeTrue())
-	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeFalse())
-	c.done(cacheDoubts{watchFailures: 1})
-	g.Expect(c.upToDate(cacheDoubts{watchFailures: 1})).To(BeTrue())
-	// The watches deliver again: the failures read 0, and a check then
-	// must not forget the failure it was made after.
-	c.done(cacheDoubts{pauses: 1})
-	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 1})).To(BeTrue())
-	g.Expect(c.upToDate(cacheDoubts{pauses: 1, watchFailures: 2})).To(BeFalse())
-	g.Expect(c.upToDate(cacheDoubts{pauses: 2, watchFailures: 1})).To(BeFalse())
-}
-
 // A replica whose pod watch is down (an API server restart) and that took
 // the lease before its relist has a cache without the pods the previous
 // leader created in the meantime. Acting on it would create them again.
@@ -68,7 +53,7 @@ func TestReconcileChecksThePodCacheOncePerWatchFailure(t *testing.T) {
 
 	_, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).UpToDate(r.cacheDoubts())).To(BeTrue())
 	reader := r.APIReader
 	r.APIReader = nil // any uncached read would now panic
 	_, err = reconcileOnce(r, ps)
@@ -84,9 +69,9 @@ func TestReconcileChecksThePodCacheOncePerWatchFailure(t *testing.T) {
 	// A new failure is checked after, once.
 	r.APIReader = reader
 	brokenPodWatch(r)
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeFalse())
+	g.Expect(podCacheOf(r, ps).UpToDate(r.cacheDoubts())).To(BeFalse())
 	_, err = reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(podCacheOf(r, ps).upToDate(r.cacheDoubts())).To(BeTrue())
+	g.Expect(podCacheOf(r, ps).UpToDate(r.cacheDoubts())).To(BeTrue())
 	g.Expect(podsIn(g, c)).To(HaveLen(3))
 }
