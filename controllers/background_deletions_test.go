@@ -24,9 +24,9 @@ import (
 
 // startBackground gives r running background deletions, stopped (and
 // waited for) at the end of the test.
-func startBackground(t *testing.T, r *PodSetReconciler) *backgroundDeletions {
+func startBackground(t *testing.T, r *PodSetReconciler) *podwrites.Background {
 	t.Helper()
-	b := newBackgroundDeletions(newWakeUps())
+	b := &podwrites.Background{}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -34,7 +34,7 @@ func startBackground(t *testing.T, r *PodSetReconciler) *backgroundDeletions {
 		_ = b.Start(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-stopped })
-	NewWithT(t).Eventually(b.context).ShouldNot(BeNil())
+	NewWithT(t).Eventually(b.Context).ShouldNot(BeNil())
 	r.background = b
 	return b
 }
@@ -106,10 +106,10 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse())
 
 	held.free()
-	b.inFlight.Wait()
+	b.Wait()
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
 	g.Expect(r.Recorder.(*events.FakeRecorder).Events).To(Receive(ContainSubstring("Deleted 3 pods")))
-	g.Consistently(b.wakeUps.ch, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
+	g.Consistently(r.wakeUps.ch, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
 }
 
 // A step that also creates still waits for its deletes, so that its
@@ -142,12 +142,12 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	ps := unitPodSet(2)
 	pods := ownedPods(ps, 5)
 	r, c := unitReconciler(t, pods, nil, asObjects(ps, pods)...)
-	b := startBackground(t, r)
+	startBackground(t, r)
 	held := holdDeletes(t, r, pods[4].Name)
 	held.free()
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
-	g.Eventually(b.wakeUps.ch).Should(Receive())
+	g.Eventually(r.wakeUps.ch).Should(Receive())
 
 	err := reconcileReturns(g, r, ps)
 	g.Expect(err).To(MatchError(ContainSubstring("denied by a webhook")))
@@ -170,7 +170,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	lists.Reader = c
 	clock := time.Now()
 	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
-	b := startBackground(t, r)
+	startBackground(t, r)
 	held := holdDeletes(t, r)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
@@ -185,7 +185,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Expect(held.sent.Load()).To(BeEquivalentTo(3))
 
 	held.free()
-	g.Eventually(b.wakeUps.ch).Should(Receive())
+	g.Eventually(r.wakeUps.ch).Should(Receive())
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
 }
 

@@ -104,7 +104,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 	if !inDoubt && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return cacheVerdict{}, nil
 	}
-	if s.record.background.holdWhileSending() {
+	if s.record.background.HoldWhileSending() {
 		// The PodSet's own deletes are still on their way: the API
 		// server's pods are no truer than the cache yet.
 		return cacheVerdict{hold: true}, nil

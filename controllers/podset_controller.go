@@ -114,7 +114,7 @@ type PodSetReconciler struct {
 	podWriteSlots podwrites.Slots
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.
-	background *backgroundDeletions
+	background *podwrites.Background
 }
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
@@ -349,7 +349,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		return err
 	}
 	r.podWriteSlots = podwrites.NewSlots(podwrites.DefaultPodWritesInFlight)
-	r.background = newBackgroundDeletions(r.wakeUps)
+	r.background = &podwrites.Background{}
 	if err := mgr.Add(r.background); err != nil {
 		return err
 	}

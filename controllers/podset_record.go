@@ -8,6 +8,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -58,8 +59,8 @@ type podSetRecord struct {
 	// managed-by label, recorded by the pod event handler (stray_pods.go).
 	strays strayPods
 	// background is what the PodSet's deletes sent in the background left
-	// for its reconciles (background_deletions.go).
-	background backgroundSteps
+	// for its reconciles (podwrites.Background).
+	background podwrites.Steps
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

@@ -47,7 +47,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache 
 	}
 	// Deletes an earlier step sent in the background failed: reported and
 	// retried (after the backoff) as if that step had waited for them.
-	if err := s.record.background.takeFailure(); err != nil {
+	if err := s.record.background.TakeFailure(); err != nil {
 		s.outcome.Attempted = true
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
@@ -73,7 +73,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache 
 	// before the calls return.
 	r.Expectations.Expect(s.key, creations, operand.UIDs(step.victims))
 	if creations == 0 && len(step.victims) > 0 {
-		if bg := r.background.context(); bg != nil {
+		if bg := r.background.Context(); bg != nil {
 			r.deletePodsInBackground(ctx, bg, s, step.victims)
 			return nil
 		}
@@ -241,7 +241,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 }
 
 // deletePodsInBackground sends the victims' deletes under ctx bg and returns
-// at once (see background_deletions.go); the caller has expected their
+// at once (see podwrites.Background); the caller has expected their
 // deletions. The step counts as nothing tried for the ReplicaFailure
 // condition (the last verdict stands until the deletes are answered), and
 // as writes made for status pacing: their events bring the reconcile that
@@ -252,10 +252,11 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 	wait := r.sendDeletes(ctx, bg, ps, key, victims, nil)
 	s.outcome.Attempted = false
 	s.outcome.Sent += len(victims)
-	r.background.run(s.record, wait, func(deleted int, _ error) {
+	rec := s.record
+	r.background.Run(&rec.background, wait, func(deleted int, _ error) {
 		r.Expectations.WritesReturned(key)
 		r.deletesAnswered(bg, ps, deleted)
-	})
+	}, func(ctx context.Context) { r.wakeUps.wake(ctx, rec.name) })
 }
 
 // sendDeletes takes a pod write slot for each victim under ctx, waiting

@@ -16,7 +16,7 @@ import (
 // event will say so: a lease renewal after the fence refused them
 // (fenced_podsets.go), pod events that lag their writes
 // (lagging_podsets.go), background deletes that failed or that a cache
-// check waited for (background_deletions.go). It is one channel source of
+// check waited for (podwrites.Background). It is one channel source of
 // the controller; the queue merges a PodSet woken twice before its
 // reconcile into one.
 type wakeUps struct {

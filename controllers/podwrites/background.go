@@ -1,4 +1,4 @@
-package controllers
+package podwrites
 
 import (
 	"context"
@@ -21,36 +21,33 @@ import (
 // with nothing to decide was done in a third of the time.
 //
 // A step that also creates still waits for its deletes: the creations that
-// need the room a delete frees are sent as the answers come (podwrites.SurgeRoom),
+// need the room a delete frees are sent as the answers come (SurgeRoom),
 // so that they never push the live pods past replicas + maxSurge.
 //
 // What a waiting step did with the answers, the background does when they
-// are in: it records that the writes returned (the lag check's clock), the
-// SuccessfulDelete event, and the first failure, which it hands to the
-// PodSet's next reconcile (queued at once) to report and retry as a step that
-// had waited would have. Deletes are still bounded by the pod write slots,
+// are in (the caller's done: that the writes returned, the SuccessfulDelete
+// event), and it keeps the first failure for the owner's next reconcile,
+// woken at once, to report and retry as a step that had waited would have. Deletes are still bounded by the pod write slots,
 // taken by the reconcile before it lets go of them, so a flood of PodSets
 // cannot pile up requests in memory.
 //
-// The deletes run under the context of this runnable, which is canceled at
-// shutdown, and the runnable returns only once every delete is answered: the
-// manager releases the lease after its leader-election runnables have
-// returned, so no delete of this replica is still on its way when another
-// replica may start to lead.
-type backgroundDeletions struct {
+// Background is the manager runnable that does it. The deletes run under
+// its context, which is canceled at shutdown, and it returns only once
+// every delete is answered: the manager releases the lease after its
+// leader-election runnables have returned, so no delete of this replica is
+// still on its way when another replica may start to lead.
+type Background struct {
 	mu  sync.Mutex
 	ctx context.Context
 	// stopped is set once Start's context has ended.
 	stopped  bool
 	inFlight sync.WaitGroup
-	// wakeUps queues a PodSet whose background deletes failed, or whose
-	// held-back cache check may now run: no watch event will.
-	wakeUps *wakeUps
 }
 
-// backgroundSteps is, in a PodSet's record, what its background steps left
-// for its reconciles. The goroutine of a step and the reconciles share it.
-type backgroundSteps struct {
+// Steps is what one owner's background steps left for its reconciles; it
+// belongs in what the reconciler keeps of the owner. The goroutine of a
+// step and the reconciles share it. The zero value has nothing in flight.
+type Steps struct {
 	mu sync.Mutex
 	// sending counts the steps not yet answered, and held is set when a
 	// reconcile held back a cache check meanwhile.
@@ -61,32 +58,32 @@ type backgroundSteps struct {
 	failure error
 }
 
-func newBackgroundDeletions(w *wakeUps) *backgroundDeletions {
-	return &backgroundDeletions{wakeUps: w}
-}
-
 // Start makes background deletes possible until ctx ends, then waits for
 // the ones in flight.
-func (b *backgroundDeletions) Start(ctx context.Context) error {
+func (b *Background) Start(ctx context.Context) error {
 	b.mu.Lock()
 	b.ctx = ctx
 	b.mu.Unlock()
 	<-ctx.Done()
-	// No background step starts from now on (run adds to inFlight
+	// No background step starts from now on (Run adds to inFlight
 	// under the same lock), so the wait below sees them all.
 	b.mu.Lock()
 	b.stopped = true
 	b.mu.Unlock()
-	b.inFlight.Wait()
+	b.Wait()
 	return nil
 }
 
 // NeedLeaderElection: only the leader writes.
-func (b *backgroundDeletions) NeedLeaderElection() bool { return true }
+func (b *Background) NeedLeaderElection() bool { return true }
 
-// context is the context background deletes run under; nil before Start,
-// and then a step waits for its deletes as any other does.
-func (b *backgroundDeletions) context() context.Context {
+// Wait returns once every step in flight is answered and done.
+func (b *Background) Wait() { b.inFlight.Wait() }
+
+// Context is the context background deletes run under; nil before Start,
+// after it ended, or for a nil Background, and then a step waits for its
+// deletes as any other does.
+func (b *Background) Context() context.Context {
 	if b == nil {
 		return nil
 	}
@@ -98,10 +95,12 @@ func (b *backgroundDeletions) context() context.Context {
 	return b.ctx
 }
 
-// run calls wait in the background for a step of the PodSet of rec, and
-// then done with its result. A PodSet whose cache check was held back
-// meanwhile is queued.
-func (b *backgroundDeletions) run(rec *podSetRecord, wait func() (int, error), done func(deleted int, err error)) {
+// Run calls wait in the background for a step of the owner of steps, and
+// then done with its result. The owner is woken (wake, under the
+// background's context) when the step failed, or when a cache check was
+// held back meanwhile and nothing is in flight any more: no watch event
+// will bring it.
+func (b *Background) Run(steps *Steps, wait func() (int, error), done func(deleted int, err error), wake func(ctx context.Context)) {
 	b.mu.Lock()
 	if b.stopped {
 		// Shutting down: the step waits as any other, its reconcile's
@@ -110,11 +109,11 @@ func (b *backgroundDeletions) run(rec *podSetRecord, wait func() (int, error), d
 		done(wait())
 		return
 	}
-	steps := &rec.background
 	steps.mu.Lock()
 	steps.sending++
 	steps.mu.Unlock()
 	b.inFlight.Add(1)
+	ctx := b.ctx
 	b.mu.Unlock()
 	go func() {
 		defer b.inFlight.Done()
@@ -131,36 +130,32 @@ func (b *backgroundDeletions) run(rec *podSetRecord, wait func() (int, error), d
 		}
 		steps.mu.Unlock()
 		if requeue {
-			// run is only called once Start has set the context.
-			b.mu.Lock()
-			ctx := b.ctx
-			b.mu.Unlock()
-			b.wakeUps.wake(ctx, rec.name)
+			wake(ctx)
 		}
 	}()
 }
 
-// holdWhileSending reports whether the PodSet has background deletes not
+// HoldWhileSending reports whether the owner has background deletes not
 // yet answered. Those may not have reached the API server: a list of its
 // pods would still show the victims live, and a cache check acting on it
-// would delete more. The check is held back, and the PodSet queued again
-// once the deletes are answered.
-func (bs *backgroundSteps) holdWhileSending() bool {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if bs.sending == 0 {
+// would delete more. The check is held back, and the owner woken once the
+// deletes are answered.
+func (s *Steps) HoldWhileSending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sending == 0 {
 		return false
 	}
-	bs.held = true
+	s.held = true
 	return true
 }
 
-// takeFailure returns, once, the failure of the PodSet's background
+// TakeFailure returns, once, the failure of the owner's background
 // deletes.
-func (bs *backgroundSteps) takeFailure() error {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	err := bs.failure
-	bs.failure = nil
+func (s *Steps) TakeFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.failure
+	s.failure = nil
 	return err
 }
