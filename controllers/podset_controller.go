@@ -1,27 +1,3 @@
-// Package controllers holds the PodSet reconciler. Reconcile runs one
-// PodSet through the phases it lists, and the files beside it hold one
-// concern each. What the reconciler remembers about a PodSet between
-// reconciles is its record (podset_record.go); its timings are in
-// timings.go.
-//
-// The packages under it hold what needs no reconciler, and never import it:
-//
-//   - consistency: the expectations, and what was written or read until the
-//     cache shows it;
-//   - podcache: what the manager caches, and whether its watches deliver;
-//   - podwrites: how pod writes are sent, and what a failed one says about
-//     the API server;
-//   - status: the status and its conditions, when a changed one is written,
-//     and its patch;
-//   - operand: what a PodSet's pods are (labels, template, state, deletion
-//     rank);
-//   - revision and rollout, both pure: what a revision holds, and one step
-//     of a rolling update;
-//   - leaderfence: what keeps a leader resumed after a pause from acting;
-//   - metrics: the podset_* gauges and the operator's counters.
-//
-// docs/architecture.md maps each concern to its files, and .golangci.yml
-// (depguard) enforces the import direction.
 package controllers
 
 import (
@@ -33,10 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,101 +22,10 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
-	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
-	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/status"
 )
-
-// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
-// A reconcile spends nearly all its time waiting for the API server (a pod
-// create, a status patch), not computing, so the workers bound how many
-// PodSets wait for it at once. With the ReplicaSet controller's 5, a
-// thousand PodSets created together queued a median 8 s for a worker before
-// their first pod (docs/benchmarks.md, "Workers"); 16 cut the time to create all
-// their pods by a quarter, with the API server's CPU as the bound. A PodSet
-// is never reconciled by two workers at once, whatever the count.
-const DefaultMaxConcurrentReconciles = 16
-
-// PodSetReconciler keeps each PodSet's pods at spec.replicas and reports what
-// it observes.
-type PodSetReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	client.Client
-	// APIReader reads from the API server directly, for the few decisions a
-	// stale cache must not make (adoption).
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
-	// Expectations is shared with the pod event handler.
-	Expectations *consistency.Expectations
-	// Pods finds the PodSet's pods in the manager's cache; it must be the
-	// PodIndex given to CacheOptions.
-	Pods *podcache.PodIndex
-	// WatchGaps tells while the pod or PodSet watches are down (nil: never);
-	// it must be the WatchGaps given to CacheOptions.
-	WatchGaps *podcache.WatchGaps
-	// DefaultImage is the operand image of PodSets that name none.
-	DefaultImage string
-	// BurstReplicas caps the pods created or deleted per reconcile;
-	// DefaultBurstReplicas when 0.
-	BurstReplicas int
-	// MaxConcurrentReconciles is how many PodSets are reconciled at once;
-	// DefaultMaxConcurrentReconciles when 0.
-	MaxConcurrentReconciles int
-	// StatusWriteInterval is the shortest time between two status writes
-	// of a PodSet that is still converging; 0 writes every change.
-	StatusWriteInterval time.Duration
-	// PodEventBatchPeriod is how long a pod event waits before it queues
-	// its PodSet, so that a burst of events brings one reconcile; 0 queues
-	// at once.
-	PodEventBatchPeriod time.Duration
-	// Fence, when set, stops a leader that was paused from acting until it
-	// has renewed its lease (see leaderfence.Fence).
-	Fence *leaderfence.Fence
-	// PodControl, when set, creates and deletes the pods instead of
-	// Client (under Fence): a test's stand-in for the API server's answers.
-	PodControl podwrites.PodControl
-
-	// records holds what the reconciler remembers about each PodSet
-	// (podset_record.go).
-	records *podSetRecords
-	// wakeUps queues the PodSets that no watch event will bring.
-	wakeUps       *wakeUps
-	podWriteSlots podwrites.Slots
-	// background sends the deletes of steps that only delete, without
-	// holding a worker; nil sends them all in the reconcile.
-	background *podwrites.Background
-}
-
-// podSetScope is what one reconcile of one PodSet knows and has done.
-type podSetScope struct {
-	podSet *appv1alpha1.PodSet
-	// record is what the reconciler remembers about the PodSet.
-	record *podSetRecord
-	// key is the PodSet's key in the expectations.
-	key string
-	// expectationsWait is how long the PodSet's earlier writes may still be
-	// waited for; 0 means it may act. It is read before the pods are listed:
-	// an event observed after the list would otherwise count as seen in a
-	// list that lacks it.
-	expectationsWait time.Duration
-	// pods are the pods the PodSet controls and whose labels match, terminating
-	// and terminated ones included.
-	pods []*corev1.Pod
-	// liveConfirmed, once set, is what this reconcile's read before
-	// adopting found (confirmLive): whether the PodSet may adopt pods and
-	// revisions. It saves the second read when both need it.
-	liveConfirmed *bool
-	// revisions are the PodSet's pod template revisions.
-	revisions revisionState
-	// firstRevision, when set, reports the create of a new PodSet's first
-	// revision, issued beside its first pods (startFirstRevision).
-	firstRevision <-chan error
-	// outcome is what the scaling phase did, which the status reports.
-	outcome status.Outcome
-}
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
 // (list, watch) and once directly before adopting (get); status is written by
@@ -259,66 +141,6 @@ func nextWakeUp(s *podSetScope, phaseWaits ...time.Duration) time.Duration {
 	return next
 }
 
-// updateStatus writes the status computed from the observed pods, when it
-// differs from what the PodSet already reports and is worth a write now (see
-// status.WriteIsUrgent, status.WriteCanWait and status.Pacing). When the
-// pacer holds a write back, it returns how long until that write is due.
-func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (time.Duration, error) {
-	now := time.Now()
-	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
-	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.pods, now), s.outcome, now)
-	switch {
-	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
-		return 0, nil
-	case status.WriteIsUrgent(s.podSet.Status, computed, s.podSet.DesiredReplicas(), s.outcome):
-	case pacing.Overdue(interval, now):
-		// Held back for a whole interval already: churn must not starve it.
-	case status.WriteCanWait(s.podSet.Status, computed, s.outcome):
-		pacing.Scaled(interval, now)
-		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
-		return 0, nil
-	default:
-		if due := pacing.Wait(interval, now); due > 0 {
-			pacing.Held(interval, now)
-			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
-			return due, nil
-		}
-	}
-	if err := r.fenceAllows(); err != nil {
-		return 0, err
-	}
-	orig := s.podSet.DeepCopy()
-	s.podSet.Status = computed
-	patch, err := status.Patch(orig, s.podSet)
-	if err != nil {
-		return 0, err
-	}
-	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
-		return 0, client.IgnoreNotFound(err)
-	}
-	pacing.Wrote(interval, now)
-	s.record.statusWritten(s.podSet)
-	if status.DeadlineJustExceeded(orig.Status, computed) {
-		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
-			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
-	}
-	return 0, nil
-}
-
-// observed is what the status is computed from besides the pods: the
-// PodSet's revisions, once syncRevisions found them, and the rollout
-// arithmetic's input for the pods, as the scaling phase sees it.
-func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) status.Observed {
-	o := status.Observed{UpdateHash: rs.updateHash}
-	if rs.update != nil {
-		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
-	}
-	if in, _, _, err := rolloutInput(ps, rs, pods, now); err == nil {
-		o.Rollout = &in
-	}
-	return o
-}
-
 // statusChangedPredicate passes PodSet updates that change the status.
 func statusChangedPredicate() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -326,13 +148,6 @@ func statusChangedPredicate() predicate.Funcs {
 		newPS, ok2 := e.ObjectNew.(*appv1alpha1.PodSet)
 		return ok1 && ok2 && !equality.Semantic.DeepEqual(oldPS.Status, newPS.Status)
 	}}
-}
-
-func (r *PodSetReconciler) burstReplicas() int {
-	if r.BurstReplicas > 0 {
-		return r.BurstReplicas
-	}
-	return DefaultBurstReplicas
 }
 
 // SetupWithManager registers the reconciler, its pod indexes and its watches.

@@ -1,9 +1,12 @@
 package controllers
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -120,4 +123,82 @@ func (rs *podSetRecords) forget(nn types.NamespacedName) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	delete(rs.byName, nn)
+}
+
+// strayPods are, in the PodSet's record, the pods that left the pod cache
+// while still controlled by the PodSet and not being deleted (see
+// stray_pods.go). The pod event handler adds them; the reconciles release
+// them.
+type strayPods struct {
+	mu    sync.Mutex
+	byUID map[types.UID]types.NamespacedName
+}
+
+// add records that pod (uid) left the cache without being deleted.
+func (s *strayPods) add(pod types.NamespacedName, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byUID == nil {
+		s.byUID = map[types.UID]types.NamespacedName{}
+	}
+	s.byUID[uid] = pod
+}
+
+// list returns the strays recorded.
+func (s *strayPods) list() map[types.UID]types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byUID)
+}
+
+// done forgets one stray, released or no longer stray.
+func (s *strayPods) done(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byUID, uid)
+}
+
+// recentRevision is, in the PodSet's record, the revision this operator
+// created last, until the cache shows it. Revisions and pods come on
+// different watches: the events of a new PodSet's first pods often wake it
+// before its revision reaches the cache, and that reconcile would create
+// the revision again, paying a refused create and a direct read to learn it
+// exists (at 1000x1, 0.6 requests per pod in a benchmark run). The create
+// of a new PodSet's first revision may return after its reconcile did, so
+// it is guarded by a lock.
+type recentRevision struct {
+	mu sync.Mutex
+	cr *appsv1.ControllerRevision
+	at time.Time
+}
+
+// created records cr, the revision just created at now.
+func (rr *recentRevision) created(cr *appsv1.ControllerRevision, now time.Time) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.cr, rr.at = cr, now
+}
+
+// lookup returns the revision named name if it was created less than
+// recentRevisionsTTL before now, or nil.
+func (rr *recentRevision) lookup(name string, now time.Time) *appsv1.ControllerRevision {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	switch {
+	case rr.cr == nil:
+		return nil
+	case now.Sub(rr.at) > recentRevisionsTTL:
+		rr.cr = nil
+		return nil
+	case rr.cr.Name != name:
+		return nil
+	}
+	return rr.cr
+}
+
+// forget drops the revision recorded: the cache shows it.
+func (rr *recentRevision) forget() {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.cr = nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,29 +27,6 @@ const DefaultRevisionHistoryLimit = 10
 // maxCollisionRetries bounds how many names syncRevisions tries for a new
 // revision; each clash bumps collisionCount.
 const maxCollisionRetries = 5
-
-// revisionState is what one reconcile knows of the PodSet's revisions.
-type revisionState struct {
-	// all are the PodSet's ControllerRevisions, update revision included.
-	all []*appsv1.ControllerRevision
-	// namesakesCached is set when the cache holds a revision labelled
-	// with the PodSet's name, whoever controls it.
-	namesakesCached bool
-	// update is the revision of the spec's pod template; current is the
-	// one the pods ran before the rollout in progress (update when none is).
-	update, current *appsv1.ControllerRevision
-	// The templates and hashes of update and current.
-	updateTemplate, currentTemplate revision.Template
-	updateHash, currentHash         string
-	// collisionCount is the count the update revision's hash was made with.
-	collisionCount *int32
-}
-
-// canCreateOld reports whether pods of an older revision can be created:
-// partition keeps old pods, and scaling up with a partition adds some.
-func (rs *revisionState) canCreateOld() bool {
-	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
-}
 
 // syncRevisions finds or creates the ControllerRevision of the PodSet's pod
 // template among the revisions claimRevisions found, and works out the
@@ -344,49 +320,4 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// recentRevision is, in the PodSet's record, the revision this operator
-// created last, until the cache shows it. Revisions and pods come on
-// different watches: the events of a new PodSet's first pods often wake it
-// before its revision reaches the cache, and that reconcile would create
-// the revision again, paying a refused create and a direct read to learn it
-// exists (at 1000x1, 0.6 requests per pod in a benchmark run). The create
-// of a new PodSet's first revision may return after its reconcile did, so
-// it is guarded by a lock.
-type recentRevision struct {
-	mu sync.Mutex
-	cr *appsv1.ControllerRevision
-	at time.Time
-}
-
-// created records cr, the revision just created at now.
-func (rr *recentRevision) created(cr *appsv1.ControllerRevision, now time.Time) {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	rr.cr, rr.at = cr, now
-}
-
-// lookup returns the revision named name if it was created less than
-// recentRevisionsTTL before now, or nil.
-func (rr *recentRevision) lookup(name string, now time.Time) *appsv1.ControllerRevision {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	switch {
-	case rr.cr == nil:
-		return nil
-	case now.Sub(rr.at) > recentRevisionsTTL:
-		rr.cr = nil
-		return nil
-	case rr.cr.Name != name:
-		return nil
-	}
-	return rr.cr
-}
-
-// forget drops the revision recorded: the cache shows it.
-func (rr *recentRevision) forget() {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	rr.cr = nil
 }

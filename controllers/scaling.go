@@ -18,7 +18,6 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
-	"github.com/example/podset-operator/controllers/status"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -121,21 +120,12 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache 
 	return nil
 }
 
-// podControl is how the reconciler creates and deletes pods: PodControl
-// when set, else the API server through Client, under the Fence.
-func (r *PodSetReconciler) podControl() podwrites.PodControl {
-	if r.PodControl != nil {
-		return r.PodControl
+// burstReplicas caps the pods one reconcile creates or deletes.
+func (r *PodSetReconciler) burstReplicas() int {
+	if r.BurstReplicas > 0 {
+		return r.BurstReplicas
 	}
-	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
-}
-
-// fenceAllows is nil unless a fence is set and refuses (see leaderfence.Fence).
-func (r *PodSetReconciler) fenceAllows() error {
-	if r.Fence == nil {
-		return nil
-	}
-	return r.Fence.Allow()
+	return DefaultBurstReplicas
 }
 
 // creationsSkipped tells the expectations that n expected creations will not
@@ -321,13 +311,4 @@ func (r *PodSetReconciler) deletesAnswered(ctx context.Context, ps *appv1alpha1.
 		logf.FromContext(ctx).V(1).Info("deleted pods", "count", deleted)
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted %d pods", deleted)
 	}
-}
-
-// maxEventNote is the longest note the events.k8s.io API accepts.
-const maxEventNote = 1024
-
-// eventNote cuts a note to what the API accepts: a long admission webhook
-// denial would otherwise make the event itself fail.
-func eventNote(note string) string {
-	return status.Truncate(note, maxEventNote)
 }

@@ -4,20 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/example/podset-operator/controllers/operand"
 )
 
-// strayPods remembers the pods that left the operator's pod cache while still
-// controlled by a PodSet and not being deleted: someone removed their
+// A stray is a pod that left the operator's pod cache while still
+// controlled by a PodSet and not being deleted: someone removed its
 // managed-by label (to debug a pod, say). The cache holds only pods carrying
 // that label, so such a pod looks deleted; its PodSet replaces it, and unless
 // the stray is released it would keep the PodSet's controller reference, one
@@ -35,37 +32,6 @@ import (
 // its controller reference until the label returns (it is then adopted back
 // and the PodSet scales down to spec.replicas) or the PodSet is deleted (the
 // garbage collector deletes it).
-//
-// It is part of the PodSet's record, shared by the pod event handler and
-// the reconciles.
-type strayPods struct {
-	mu    sync.Mutex
-	byUID map[types.UID]types.NamespacedName
-}
-
-// add records that pod (uid) left the cache without being deleted.
-func (s *strayPods) add(pod types.NamespacedName, uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byUID == nil {
-		s.byUID = map[types.UID]types.NamespacedName{}
-	}
-	s.byUID[uid] = pod
-}
-
-// list returns the strays recorded.
-func (s *strayPods) list() map[types.UID]types.NamespacedName {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.byUID)
-}
-
-// done forgets one stray, released or no longer stray.
-func (s *strayPods) done(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byUID, uid)
-}
 
 // mayBeStray reports whether a pod the informer reports deleted may in fact
 // only have left the informer's label selector. The event cannot tell: for a

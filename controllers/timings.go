@@ -16,7 +16,7 @@ import (
 
 // DefaultStatusWriteInterval is the default of --status-write-interval.
 //
-// Used in podset_controller.go (updateStatus), for status.Pacing.
+// Used in status_update.go (updateStatus), for status.Pacing.
 const DefaultStatusWriteInterval = time.Second
 
 // DefaultPodEventBatchPeriod is the default of --pod-event-batch-period.

@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/status"
+)
+
+// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
+// A reconcile spends nearly all its time waiting for the API server (a pod
+// create, a status patch), not computing, so the workers bound how many
+// PodSets wait for it at once. With the ReplicaSet controller's 5, a
+// thousand PodSets created together queued a median 8 s for a worker before
+// their first pod (docs/benchmarks.md, "Workers"); 16 cut the time to create all
+// their pods by a quarter, with the API server's CPU as the bound. A PodSet
+// is never reconciled by two workers at once, whatever the count.
+const DefaultMaxConcurrentReconciles = 16
+
+// PodSetReconciler keeps each PodSet's pods at spec.replicas and reports what
+// it observes.
+type PodSetReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	client.Client
+	// APIReader reads from the API server directly, for the few decisions a
+	// stale cache must not make (adoption).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// Expectations is shared with the pod event handler.
+	Expectations *consistency.Expectations
+	// Pods finds the PodSet's pods in the manager's cache; it must be the
+	// PodIndex given to CacheOptions.
+	Pods *podcache.PodIndex
+	// WatchGaps tells while the pod or PodSet watches are down (nil: never);
+	// it must be the WatchGaps given to CacheOptions.
+	WatchGaps *podcache.WatchGaps
+	// DefaultImage is the operand image of PodSets that name none.
+	DefaultImage string
+	// BurstReplicas caps the pods created or deleted per reconcile;
+	// DefaultBurstReplicas when 0.
+	BurstReplicas int
+	// MaxConcurrentReconciles is how many PodSets are reconciled at once;
+	// DefaultMaxConcurrentReconciles when 0.
+	MaxConcurrentReconciles int
+	// StatusWriteInterval is the shortest time between two status writes
+	// of a PodSet that is still converging; 0 writes every change.
+	StatusWriteInterval time.Duration
+	// PodEventBatchPeriod is how long a pod event waits before it queues
+	// its PodSet, so that a burst of events brings one reconcile; 0 queues
+	// at once.
+	PodEventBatchPeriod time.Duration
+	// Fence, when set, stops a leader that was paused from acting until it
+	// has renewed its lease (see leaderfence.Fence).
+	Fence *leaderfence.Fence
+	// PodControl, when set, creates and deletes the pods instead of
+	// Client (under Fence): a test's stand-in for the API server's answers.
+	PodControl podwrites.PodControl
+
+	// records holds what the reconciler remembers about each PodSet
+	// (podset_record.go).
+	records *podSetRecords
+	// wakeUps queues the PodSets that no watch event will bring.
+	wakeUps       *wakeUps
+	podWriteSlots podwrites.Slots
+	// background sends the deletes of steps that only delete, without
+	// holding a worker; nil sends them all in the reconcile.
+	background *podwrites.Background
+}
+
+// podSetScope is what one reconcile of one PodSet knows and has done.
+type podSetScope struct {
+	podSet *appv1alpha1.PodSet
+	// record is what the reconciler remembers about the PodSet.
+	record *podSetRecord
+	// key is the PodSet's key in the expectations.
+	key string
+	// expectationsWait is how long the PodSet's earlier writes may still be
+	// waited for; 0 means it may act. It is read before the pods are listed:
+	// an event observed after the list would otherwise count as seen in a
+	// list that lacks it.
+	expectationsWait time.Duration
+	// pods are the pods the PodSet controls and whose labels match, terminating
+	// and terminated ones included.
+	pods []*corev1.Pod
+	// liveConfirmed, once set, is what this reconcile's read before
+	// adopting found (confirmLive): whether the PodSet may adopt pods and
+	// revisions. It saves the second read when both need it.
+	liveConfirmed *bool
+	// revisions are the PodSet's pod template revisions.
+	revisions revisionState
+	// firstRevision, when set, reports the create of a new PodSet's first
+	// revision, issued beside its first pods (startFirstRevision).
+	firstRevision <-chan error
+	// outcome is what the scaling phase did, which the status reports.
+	outcome status.Outcome
+}
+
+// revisionState is what one reconcile knows of the PodSet's revisions.
+type revisionState struct {
+	// all are the PodSet's ControllerRevisions, update revision included.
+	all []*appsv1.ControllerRevision
+	// namesakesCached is set when the cache holds a revision labelled
+	// with the PodSet's name, whoever controls it.
+	namesakesCached bool
+	// update is the revision of the spec's pod template; current is the
+	// one the pods ran before the rollout in progress (update when none is).
+	update, current *appsv1.ControllerRevision
+	// The templates and hashes of update and current.
+	updateTemplate, currentTemplate revision.Template
+	updateHash, currentHash         string
+	// collisionCount is the count the update revision's hash was made with.
+	collisionCount *int32
+}
+
+// canCreateOld reports whether pods of an older revision can be created:
+// partition keeps old pods, and scaling up with a partition adds some.
+func (rs *revisionState) canCreateOld() bool {
+	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
+}
+
+// podControl is how the reconciler creates and deletes pods: PodControl
+// when set, else the API server through Client, under the Fence.
+func (r *PodSetReconciler) podControl() podwrites.PodControl {
+	if r.PodControl != nil {
+		return r.PodControl
+	}
+	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
+}
+
+// fenceAllows is nil unless a fence is set and refuses (see leaderfence.Fence).
+func (r *PodSetReconciler) fenceAllows() error {
+	if r.Fence == nil {
+		return nil
+	}
+	return r.Fence.Allow()
+}
+
+// maxEventNote is the longest note the events.k8s.io API accepts.
+const maxEventNote = 1024
+
+// eventNote cuts a note to what the API accepts: a long admission webhook
+// denial would otherwise make the event itself fail.
+func eventNote(note string) string {
+	return status.Truncate(note, maxEventNote)
+}

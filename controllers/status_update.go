@@ -1,0 +1,75 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/status"
+)
+
+// updateStatus writes the status computed from the observed pods, when it
+// differs from what the PodSet already reports and is worth a write now (see
+// status.WriteIsUrgent, status.WriteCanWait and status.Pacing). When the
+// pacer holds a write back, it returns how long until that write is due.
+func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (time.Duration, error) {
+	now := time.Now()
+	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
+	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.pods, now), s.outcome, now)
+	switch {
+	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
+		return 0, nil
+	case status.WriteIsUrgent(s.podSet.Status, computed, s.podSet.DesiredReplicas(), s.outcome):
+	case pacing.Overdue(interval, now):
+		// Held back for a whole interval already: churn must not starve it.
+	case status.WriteCanWait(s.podSet.Status, computed, s.outcome):
+		pacing.Scaled(interval, now)
+		metrics.StatusWritesSkipped.WithLabelValues("scaling").Inc()
+		return 0, nil
+	default:
+		if due := pacing.Wait(interval, now); due > 0 {
+			pacing.Held(interval, now)
+			metrics.StatusWritesSkipped.WithLabelValues("paced").Inc()
+			return due, nil
+		}
+	}
+	if err := r.fenceAllows(); err != nil {
+		return 0, err
+	}
+	orig := s.podSet.DeepCopy()
+	s.podSet.Status = computed
+	patch, err := status.Patch(orig, s.podSet)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.Status().Patch(ctx, s.podSet, patch); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	pacing.Wrote(interval, now)
+	s.record.statusWritten(s.podSet)
+	if status.DeadlineJustExceeded(orig.Status, computed) {
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
+			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
+	}
+	return 0, nil
+}
+
+// observed is what the status is computed from besides the pods: the
+// PodSet's revisions, once syncRevisions found them, and the rollout
+// arithmetic's input for the pods, as the scaling phase sees it.
+func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) status.Observed {
+	o := status.Observed{UpdateHash: rs.updateHash}
+	if rs.update != nil {
+		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
+	}
+	if in, _, _, err := rolloutInput(ps, rs, pods, now); err == nil {
+		o.Rollout = &in
+	}
+	return o
+}
