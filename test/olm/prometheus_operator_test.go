@@ -219,7 +219,7 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	p, err := startProc("prometheus", script, append([]string{pod, promBin}, args...), append(kubeEnv, containerEnv(t, promC, podName)...)...)
 	must(t, err)
 	t.Cleanup(func() { _ = p.Stop() })
-	api := &promapi.Client{Base: fmt.Sprintf("http://127.0.0.1:%d/api/v1", apiPort), Log: p.LogPath()}
+	api := &promapi.Client{Base: fmt.Sprintf("http://127.0.0.1:%d/api/v1", apiPort), LogTail: func() string { return tail(p.LogPath(), 10) }}
 	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
 		_, err := api.Get(ctx, "/status/buildinfo")
 		return err == nil, fmt.Sprintf("Prometheus not answering (%v)", err), nil

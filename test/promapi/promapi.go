@@ -9,16 +9,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 )
 
 // Client queries the Prometheus whose API is at Base, such as
-// "http://127.0.0.1:9090/api/v1". Log, when set, is the path of its log,
-// whose last lines are added to the error of a request that gets no answer.
+// "http://127.0.0.1:9090/api/v1". LogTail, when set, returns the last lines
+// of its log, which are added to the error of a request that gets no
+// answer.
 type Client struct {
-	Base string
-	Log  string
+	Base    string
+	LogTail func() string
 }
 
 // Get returns the data of a successful response to GET Base+path.
@@ -29,8 +28,8 @@ func (c *Client) Get(ctx context.Context, path string) (json.RawMessage, error) 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		if c.Log != "" {
-			return nil, fmt.Errorf("%w (Prometheus log:\n%s)", err, tail(c.Log, 10))
+		if c.LogTail != nil {
+			return nil, fmt.Errorf("%w (Prometheus log:\n%s)", err, c.LogTail())
 		}
 		return nil, err
 	}
@@ -130,17 +129,4 @@ func (c *Client) Alerts(ctx context.Context) ([]Alert, error) {
 	}
 	err := c.decode(ctx, "/alerts", &res)
 	return res.Alerts, err
-}
-
-// tail returns the last n lines of a file, or why it cannot be read.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
