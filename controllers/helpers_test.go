@@ -62,8 +62,9 @@ func (f podControlFuncs) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // interceptPodWrites puts f in front of r's pod writes as they are now
-// sent, so that stand-ins can be stacked.
+// sent (through r's Client and Fence as set at the call), so that stand-ins
+// can be stacked.
 func interceptPodWrites(r *PodSetReconciler, f podControlFuncs) {
 	f.next = r.podControl()
-	r.PodControl = f
+	r.podWrites = f
 }

@@ -20,10 +20,9 @@ import (
 // reconcile per step for the many PodSets whose events came in time (a
 // thousand per scale of the benchmark's 1000x1 shape). So one loop
 // (consistency.LagScan) looks at the expectations instead, and queues only
-// the PodSets whose events lag:
-// their reconcile compares the cache with the API server
-// (pod_cache_check.go), and acts on the API server's pods if the cache is
-// behind.
+// the PodSets whose events lag: their reconcile compares the cache with the
+// API server (pod_cache_check.go), and acts on the API server's pods if the
+// cache is behind.
 
 var lagLog = logf.Log.WithName("lagging-podsets")
 

@@ -162,9 +162,8 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 // replaces the cached one, so that the status patch is computed against
 // what the API server holds. When the spec changed, the revisions computed
 // from the cached one would be wrong: the PodSet waits for its cache, as
-// it did before. A PodSet found being deleted becomes the reconcile's
-// PodSet, which then creates nothing. It reports whether the reconcile acts
-// on the live pods.
+// it did before; so does a PodSet being deleted, whose pods are the garbage
+// collector's. It reports whether the reconcile acts on the live pods.
 //
 // What the PodSet expected is dropped: the live list shows the outcome of
 // every write it waited for. The writes this reconcile makes are expected
@@ -175,11 +174,7 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 	if err != nil {
 		return false, err
 	}
-	switch {
-	case fresh.DeletionTimestamp != nil:
-		r.actOn(s, fresh)
-		return false, nil
-	case fresh.Generation != s.podSet.Generation:
+	if fresh.DeletionTimestamp != nil || fresh.Generation != s.podSet.Generation {
 		return false, nil
 	}
 	s.podSet = fresh

@@ -265,6 +265,7 @@ func TestReconcileAfterAPauseWaitsWhenTheSpecChangedToo(t *testing.T) {
 	res, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(1), "pods were created for a spec the PodSet no longer has")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
 }
 
@@ -285,6 +286,7 @@ func TestReconcileAfterAPauseHoldsAStaleCacheWhenTheSpecChangedToo(t *testing.T)
 	res, err := reconcileOnce(r, ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "pods the cache lacks were created again")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", PodCacheRecheckInterval))
 }
 

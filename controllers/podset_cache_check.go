@@ -52,12 +52,12 @@ func (r *PodSetReconciler) actOn(s *podSetScope, ps *appv1alpha1.PodSet) {
 	s.podSet = ps
 }
 
-// errNotOnServer ends a reconcile quietly: the API server has no PodSet of
-// the cached one's UID (deleted, or replaced by a namesake). The cached copy
-// is stale, and nothing is written from it: not pods, nor a status, which
+// errNotOnServer ends a reconcile: the API server has no PodSet of the
+// cached one's UID (deleted, or replaced by a namesake). The cached copy is
+// stale, and nothing more is written from it: not pods, nor a status, which
 // would land on the namesake (a status patch names the PodSet, not its
 // UID). The PodSet's deletion event, or its namesake's, brings what comes
-// next.
+// next (see StalePodSetRecheckInterval).
 var errNotOnServer = errors.New("the PodSet is no longer on the API server")
 
 // readPodSet reads the scope's PodSet from the API server, or returns

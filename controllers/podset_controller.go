@@ -89,12 +89,12 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return r.retry(ctx, rec, err)
 		}
 	}
-	cache, err := r.checkPodCache(ctx, s)
+	podCache, err := r.checkPodCache(ctx, s)
 	if err != nil {
 		return r.retry(ctx, rec, err)
 	}
 	// A failed scale is reported in the status, then retried with backoff.
-	errs := []error{r.scalePods(ctx, s, cache), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
+	errs := []error{r.scalePods(ctx, s, podCache), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
 	statusDueIn, err := r.updateStatus(ctx, s)
 	if err := kerrors.NewAggregate(append(errs, err)); err != nil {
 		return r.retry(ctx, rec, err)
@@ -102,18 +102,21 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
-	return ctrl.Result{RequeueAfter: nextWakeUp(s, cache.recheckIn, statusDueIn)}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn)}, nil
 }
 
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
 // TransientRetryAfter), or because the leader fence refused a write (the
 // lease renewal queues it again, see fenced_podsets.go). A PodSet found gone
-// from the API server ends the reconcile with no retry (errNotOnServer).
+// from the API server (errNotOnServer) is looked at again only after
+// StalePodSetRecheckInterval: its deletion event normally comes first, and
+// what else failed in its reconcile (releasing a pod, say) no longer
+// matters.
 func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err error) (ctrl.Result, error) {
 	if errors.Is(err, errNotOnServer) {
-		logf.FromContext(ctx).V(1).Info("the cached PodSet is stale: the API server no longer has it")
-		return ctrl.Result{}, nil
+		logf.FromContext(ctx).V(1).Info("the cached PodSet is stale: the API server no longer has it", "error", err.Error())
+		return ctrl.Result{RequeueAfter: StalePodSetRecheckInterval}, nil
 	}
 	if errors.Is(err, leaderfence.ErrFenced) {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil

@@ -147,7 +147,7 @@ func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 			}
 			r, c := unitReconciler(t, []*corev1.Pod{orphan()}, builder.Build(), ps, orphan())
 
-			_, err := reconcileOnce(r, ps)
+			res, err := reconcileOnce(r, ps)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			pods := podsIn(g, c)
@@ -155,6 +155,7 @@ func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 			g.Expect(pods[0].OwnerReferences).To(BeEmpty(), "the orphan was adopted")
 			if tc.notOnServer {
 				g.Expect(statusOf(g, c, ps)).To(Equal(appv1alpha1.PodSetStatus{}), "a status was written for a PodSet the API server does not have")
+				g.Expect(res.RequeueAfter).To(Equal(StalePodSetRecheckInterval), "a stale PodSet must be looked at again, in case no event comes")
 			}
 		})
 	}

@@ -50,7 +50,7 @@ type podSetRecord struct {
 	// (pod_cache_check.go).
 	podCache consistency.CacheCheck
 	// recentRevision is the revision the reconciler created last, until the
-	// cache shows it (revisions.go).
+	// cache shows it (below; read by syncRevisions).
 	recentRevision recentRevision
 	// namespaceTerminating is set once a create found the PodSet's
 	// namespace being deleted: it creates nothing more (scaling.go).
@@ -63,7 +63,7 @@ type podSetRecord struct {
 	strays strayPods
 	// background is what the PodSet's deletes sent in the background left
 	// for its reconciles (podwrites.Background).
-	background podwrites.Steps
+	background podwrites.BackgroundSteps
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

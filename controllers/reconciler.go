@@ -64,10 +64,11 @@ type PodSetReconciler struct {
 	// Fence, when set, stops a leader that was paused from acting until it
 	// has renewed its lease (see leaderfence.Fence).
 	Fence *leaderfence.Fence
-	// PodControl, when set, creates and deletes the pods instead of
-	// Client (under Fence): a test's stand-in for the API server's answers.
-	PodControl podwrites.PodControl
 
+	// podWrites, when set, creates and deletes the pods instead of Client
+	// and Fence: a unit test's stand-in for the API server's answers,
+	// which asks no fence unless it wraps podwrites.APIPodControl.
+	podWrites podwrites.PodControl
 	// records holds what the reconciler remembers about each PodSet
 	// (podset_record.go).
 	records *podSetRecords
@@ -130,11 +131,11 @@ func (rs *revisionState) canCreateOld() bool {
 	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
 }
 
-// podControl is how the reconciler creates and deletes pods: PodControl
+// podControl is how the reconciler creates and deletes pods: podWrites
 // when set, else the API server through Client, under the Fence.
 func (r *PodSetReconciler) podControl() podwrites.PodControl {
-	if r.PodControl != nil {
-		return r.PodControl
+	if r.podWrites != nil {
+		return r.podWrites
 	}
 	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
 }

@@ -133,7 +133,7 @@ func TestClaimRevisionsAdoptsNothingForAPodSetThatIsGone(t *testing.T) {
 				g.Expect(err).To(MatchError(errNotOnServer))
 			} else {
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(s.podSet.DeletionTimestamp).NotTo(BeNil(), "the reconcile goes on with the cached PodSet, which is not being deleted")
+				g.Expect(s.podSet.DeletionTimestamp).NotTo(BeNil(), "the reconcile goes on with the API server's copy, which is being deleted")
 			}
 			stored := &appsv1.ControllerRevision{}
 			g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(orphan), stored)).To(Succeed())

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
@@ -40,7 +41,7 @@ const (
 // cache; otherwise the cache may still lack pods just created (or still hold
 // pods just deleted) and acting on it would overshoot, and not when the pod
 // cache check decided to hold the pods as they are.
-func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache cacheVerdict) error {
+func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCache cacheVerdict) error {
 	if s.podSet.DeletionTimestamp != nil {
 		return nil
 	}
@@ -51,7 +52,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, cache 
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
 		return err
 	}
-	if s.expectationsWait > 0 || cache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
+	if s.expectationsWait > 0 || podCache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
 		return nil
 	}
 	s.outcome.Attempted = true
@@ -160,6 +161,10 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 			return err
 		}
 		if err := r.podControl().CreatePod(ctx, pod); err != nil {
+			if errors.Is(err, leaderfence.ErrFenced) {
+				// Not sent: nothing to count or report.
+				return err
+			}
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// The namespace is going away, and the PodSet with
 				// it; every further create would be refused too.

@@ -1,11 +1,21 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 func TestEventNote(t *testing.T) {
@@ -31,4 +41,27 @@ func TestEventNote(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A create the leader fence refuses is never sent: it is neither counted as
+// a failed create nor reported in a FailedCreate event, and the error is the
+// fence's, which brings the PodSet back at the lease's renewal.
+func TestCreatesRefusedByTheFenceAreNotFailures(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(2)
+	r, c := unitReconciler(t, nil, nil, ps)
+	now := time.Now()
+	r.Fence = leaderfence.New(2*time.Second, leaderfence.WithClock(func() time.Time { return now }))
+	now = now.Add(20 * time.Second) // a pause the fence notices at the first write
+	r.podWriteSlots = podwrites.NewSlots(podwrites.DefaultPodWritesInFlight)
+	failedBefore := testutil.ToFloat64(metrics.PodCreates.WithLabelValues("failed"))
+	s := &podSetScope{podSet: ps, record: newPodSetRecords().of(ps), key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
+
+	made, err := r.createPods(context.Background(), s, revision.FromPodSet(ps), "hash", 2, nil)
+
+	g.Expect(err).To(MatchError(leaderfence.ErrFenced))
+	g.Expect(made).To(BeZero())
+	g.Expect(podsIn(g, c)).To(BeEmpty())
+	g.Expect(testutil.ToFloat64(metrics.PodCreates.WithLabelValues("failed"))).To(Equal(failedBefore))
+	g.Expect(r.Recorder.(*events.FakeRecorder).Events).NotTo(Receive(), "an event was recorded for a create never sent")
 }

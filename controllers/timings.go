@@ -66,10 +66,20 @@ const LagCheckInterval = 250 * time.Millisecond
 // then the careful way (a create refused as a duplicate, and a direct read)
 // is the right one.
 //
-// Used in revisions.go.
+// Used in podset_record.go (recentRevision), read by revisions.go.
 const recentRevisionsTTL = time.Minute
 
 // When a PodSet looks again by itself.
+
+// StalePodSetRecheckInterval is when a PodSet is looked at again after a
+// read from the API server found no PodSet of its UID while the cache still
+// shows it (errNotOnServer). Its deletion event, or its namesake's, normally
+// comes first; the look is for the event that never comes: after a relist,
+// a namesake whose generation and status equal the stale copy's passes no
+// predicate of the PodSet watch. Each look costs at most one read.
+//
+// Used in podset_controller.go (retry).
+const StalePodSetRecheckInterval = 10 * time.Second
 
 // PodCacheRecheckInterval is how soon a PodSet whose cache was found behind
 // the API server looks again; each further look that finds it still behind

@@ -27,9 +27,10 @@ import (
 // What a waiting step did with the answers, the background does when they
 // are in (the caller's done: that the writes returned, the SuccessfulDelete
 // event), and it keeps the first failure for the owner's next reconcile,
-// woken at once, to report and retry as a step that had waited would have. Deletes are still bounded by the pod write slots,
-// taken by the reconcile before it lets go of them, so a flood of PodSets
-// cannot pile up requests in memory.
+// woken at once, to report and retry as a step that had waited would have.
+// Deletes are still bounded by the pod write slots, taken by the reconcile
+// before it lets go of them, so a flood of PodSets cannot pile up requests
+// in memory.
 //
 // Background is the manager runnable that does it. The deletes run under
 // its context, which is canceled at shutdown, and it returns only once
@@ -44,10 +45,11 @@ type Background struct {
 	inFlight sync.WaitGroup
 }
 
-// Steps is what one owner's background steps left for its reconciles; it
-// belongs in what the reconciler keeps of the owner. The goroutine of a
-// step and the reconciles share it. The zero value has nothing in flight.
-type Steps struct {
+// BackgroundSteps is what one owner's background steps left for its
+// reconciles; it belongs in what the reconciler keeps of the owner. The
+// goroutine of a step and the reconciles share it. The zero value has
+// nothing in flight.
+type BackgroundSteps struct {
 	mu sync.Mutex
 	// sending counts the steps not yet answered, and held is set when a
 	// reconcile held back a cache check meanwhile.
@@ -100,7 +102,7 @@ func (b *Background) Context() context.Context {
 // background's context) when the step failed, or when a cache check was
 // held back meanwhile and nothing is in flight any more: no watch event
 // will bring it.
-func (b *Background) Run(steps *Steps, wait func() (int, error), done func(deleted int, err error), wake func(ctx context.Context)) {
+func (b *Background) Run(steps *BackgroundSteps, wait func() (int, error), done func(deleted int, err error), wake func(ctx context.Context)) {
 	b.mu.Lock()
 	if b.stopped {
 		// Shutting down: the step waits as any other, its reconcile's
@@ -140,7 +142,7 @@ func (b *Background) Run(steps *Steps, wait func() (int, error), done func(delet
 // pods would still show the victims live, and a cache check acting on it
 // would delete more. The check is held back, and the owner woken once the
 // deletes are answered.
-func (s *Steps) HoldWhileSending() bool {
+func (s *BackgroundSteps) HoldWhileSending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sending == 0 {
@@ -152,7 +154,7 @@ func (s *Steps) HoldWhileSending() bool {
 
 // TakeFailure returns, once, the failure of the owner's background
 // deletes.
-func (s *Steps) TakeFailure() error {
+func (s *BackgroundSteps) TakeFailure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.failure

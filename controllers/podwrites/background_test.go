@@ -39,7 +39,7 @@ func TestBackgroundStepsReportTheirOutcomeToTheOwner(t *testing.T) {
 			g := NewWithT(t)
 			b := &podwrites.Background{}
 			startBackground(t, b)
-			var steps podwrites.Steps
+			var steps podwrites.BackgroundSteps
 			release := make(chan struct{})
 			woken := make(chan context.Context, 1)
 			var deleted int
@@ -80,7 +80,7 @@ func TestBackgroundNotRunningWaitsInline(t *testing.T) {
 	cancel()
 	g.Expect(b.Start(ctx)).To(Succeed())
 	g.Expect(b.Context()).To(BeNil())
-	var steps podwrites.Steps
+	var steps podwrites.BackgroundSteps
 	ran := false
 	b.Run(&steps, func() (int, error) { return 1, nil }, func(int, error) { ran = true }, func(context.Context) {})
 	g.Expect(ran).To(BeTrue())
