@@ -42,7 +42,7 @@ func (r *PodSetReconciler) waitForRenewal(rec *podSetRecord) time.Duration {
 	rec.fenced.Store(true)
 	// The renewal may have come between the refusal and the mark, and
 	// found nothing to release: look again now that the PodSet is marked.
-	if r.fenceAllows() == nil {
+	if r.Fence.Allow() == nil {
 		r.releaseFenced()
 	}
 	return FencedRecheckInterval

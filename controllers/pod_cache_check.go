@@ -58,12 +58,7 @@ import (
 // the pod watches' failures while one is down. The PodSet's record keeps
 // the last check of its pods against them (consistency.CacheCheck).
 func (r *PodSetReconciler) cacheDoubts() consistency.Doubts {
-	var d consistency.Doubts
-	if r.Fence != nil {
-		d.Pauses = r.Fence.Trips()
-	}
-	d.WatchFailures = r.WatchGaps.PodFailures()
-	return d
+	return consistency.Doubts{Pauses: r.Fence.Trips(), WatchFailures: r.WatchGaps.PodFailures()}
 }
 
 // cacheVerdict is what a pod cache check decided for the scaling phase.

@@ -65,7 +65,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// missed what happened meanwhile: nothing until its lease is renewed
 	// (or it exits, having lost it). Each write checks again.
 	rec := r.records.of(ps)
-	if r.fenceAllows() != nil {
+	if r.Fence.Allow() != nil {
 		return ctrl.Result{RequeueAfter: r.waitForRenewal(rec)}, nil
 	}
 	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)

@@ -140,14 +140,6 @@ func (r *PodSetReconciler) podControl() podwrites.PodControl {
 	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
 }
 
-// fenceAllows is nil unless a fence is set and refuses (see leaderfence.Fence).
-func (r *PodSetReconciler) fenceAllows() error {
-	if r.Fence == nil {
-		return nil
-	}
-	return r.Fence.Allow()
-}
-
 // maxEventNote is the longest note the events.k8s.io API accepts.
 const maxEventNote = 1024
 

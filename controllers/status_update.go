@@ -39,7 +39,7 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (ti
 			return due, nil
 		}
 	}
-	if err := r.fenceAllows(); err != nil {
+	if err := r.Fence.Allow(); err != nil {
 		return 0, err
 	}
 	orig := s.podSet.DeepCopy()

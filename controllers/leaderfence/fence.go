@@ -118,8 +118,12 @@ func (f *Fence) observeLocked() {
 
 // Allow returns ErrFenced while a pause has been noticed and the lease not
 // renewed since. It looks at the clock itself too: right after a resume,
-// a worker may run before the ticking goroutine does.
+// a worker may run before the ticking goroutine does. A nil Fence (a
+// replica run without one) allows everything.
 func (f *Fence) Allow() error {
+	if f == nil {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observeLocked()
@@ -137,7 +141,11 @@ func (f *Fence) Allow() error {
 // Trips is the number of pauses noticed so far. After each, the cache of
 // every PodSet is checked against the API server before it acts again: the
 // lease tells this replica it still leads, not that its cache has caught up.
+// A nil Fence notices none.
 func (f *Fence) Trips() uint64 {
+	if f == nil {
+		return 0
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observeLocked()

@@ -339,3 +339,11 @@ func TestFencedBodySendsNothingQueuedBeforeAPause(t *testing.T) {
 	g.Expect(sent(http.MethodPost)).To(Equal(2))
 	g.Expect(sent("not HTTP/2")).To(BeZero(), "the test must run over HTTP/2, as the manager does")
 }
+
+// A replica run without a fence (nil) is never fenced and notices no pause.
+func TestNilFenceAllowsEverything(t *testing.T) {
+	g := NewWithT(t)
+	var f *Fence
+	g.Expect(f.Allow()).To(Succeed())
+	g.Expect(f.Trips()).To(BeZero())
+}

@@ -23,7 +23,7 @@ type PodControl interface {
 }
 
 // APIPodControl sends the writes to the API server through Client, each
-// only once Fence allows it (nil: no fence). A pause can fall in the middle
+// only once Fence allows it (a nil Fence allows all). A pause can fall in the middle
 // of a step, so each write asks the fence, not only the reconcile's start.
 type APIPodControl struct {
 	Client client.Client
@@ -34,7 +34,7 @@ var _ PodControl = APIPodControl{}
 
 // CreatePod implements PodControl.
 func (c APIPodControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
-	if err := c.allow(); err != nil {
+	if err := c.Fence.Allow(); err != nil {
 		return err
 	}
 	return c.Client.Create(ctx, pod)
@@ -42,15 +42,8 @@ func (c APIPodControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 
 // DeletePod implements PodControl.
 func (c APIPodControl) DeletePod(ctx context.Context, pod *corev1.Pod) error {
-	if err := c.allow(); err != nil {
+	if err := c.Fence.Allow(); err != nil {
 		return err
 	}
 	return c.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-}
-
-func (c APIPodControl) allow() error {
-	if c.Fence == nil {
-		return nil
-	}
-	return c.Fence.Allow()
 }
