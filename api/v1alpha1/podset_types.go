@@ -22,6 +22,20 @@ const (
 )
 
 // PodSetSpec is the desired state of a PodSet.
+//
+// Under podUpdatePolicy InPlaceOnly, an update that changes the pod template
+// in a way the pods cannot take in place is refused, naming the field. The
+// rules mirror controllers/inplace.Classify, which decides the same for each
+// pod; a test holds the two to the same table.
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || self.?command.orValue([]) == oldSelf.?command.orValue([])",message="command cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".command"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || self.?args.orValue([]) == oldSelf.?args.orValue([])",message="args cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".args"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || self.?env.orValue([]) == oldSelf.?env.orValue([])",message="env cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".env"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || self.?resizePolicy.orValue([]) == oldSelf.?resizePolicy.orValue([])",message="resizePolicy cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".resizePolicy"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || has(self.image) == has(oldSelf.image) || self.?command.orValue([]).size() > 0",message="image cannot be set or unset without a command under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place: the default image runs a command of its own",fieldPath=".image"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || self.?podAnnotations[?'kubectl.kubernetes.io/restartedAt'].orValue('') == oldSelf.?podAnnotations[?'kubectl.kubernetes.io/restartedAt'].orValue('')",message="kubectl.kubernetes.io/restartedAt asks for new pods, which are not made under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".podAnnotations"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || (oldSelf.?resources.?requests.orValue({}).all(k, k in self.?resources.?requests.orValue({})) && oldSelf.?resources.?limits.orValue({}).all(k, k in self.?resources.?limits.orValue({})))",message="requests and limits cannot be removed under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".resources"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || (string(self.?resources.?requests[?'ephemeral-storage'].orValue('')) == string(oldSelf.?resources.?requests[?'ephemeral-storage'].orValue('')) && string(self.?resources.?limits[?'ephemeral-storage'].orValue('')) == string(oldSelf.?resources.?limits[?'ephemeral-storage'].orValue('')))",message="ephemeral-storage cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".resources"
+// +kubebuilder:validation:XValidation:rule="self.updateStrategy.?rollingUpdate.?podUpdatePolicy.orValue('ReCreate') != 'InPlaceOnly' || (['cpu', 'memory'].all(k, k in self.?resources.?limits.orValue({}) && quantity(string(self.?resources.?limits.orValue({})[k])).isGreaterThan(quantity('0')) && (!(k in self.?resources.?requests.orValue({})) || !quantity(string(self.?resources.?requests.orValue({})[k])).isGreaterThan(quantity('0')) || quantity(string(self.?resources.?requests.orValue({})[k])).compareTo(quantity(string(self.?resources.?limits.orValue({})[k]))) == 0)) ? 'Guaranteed' : ['cpu', 'memory'].exists(k, (k in self.?resources.?requests.orValue({}) && quantity(string(self.?resources.?requests.orValue({})[k])).isGreaterThan(quantity('0'))) || (k in self.?resources.?limits.orValue({}) && quantity(string(self.?resources.?limits.orValue({})[k])).isGreaterThan(quantity('0')))) ? 'Burstable' : 'BestEffort') == (['cpu', 'memory'].all(k, k in oldSelf.?resources.?limits.orValue({}) && quantity(string(oldSelf.?resources.?limits.orValue({})[k])).isGreaterThan(quantity('0')) && (!(k in oldSelf.?resources.?requests.orValue({})) || !quantity(string(oldSelf.?resources.?requests.orValue({})[k])).isGreaterThan(quantity('0')) || quantity(string(oldSelf.?resources.?requests.orValue({})[k])).compareTo(quantity(string(oldSelf.?resources.?limits.orValue({})[k]))) == 0)) ? 'Guaranteed' : ['cpu', 'memory'].exists(k, (k in oldSelf.?resources.?requests.orValue({}) && quantity(string(oldSelf.?resources.?requests.orValue({})[k])).isGreaterThan(quantity('0'))) || (k in oldSelf.?resources.?limits.orValue({}) && quantity(string(oldSelf.?resources.?limits.orValue({})[k])).isGreaterThan(quantity('0')))) ? 'Burstable' : 'BestEffort')",message="the QoS class (Guaranteed, Burstable, BestEffort) cannot change under podUpdatePolicy InPlaceOnly, which only changes image, resources (cpu and memory, same QoS class) and podAnnotations in place",fieldPath=".resources"
 type PodSetSpec struct {
 	// replicas is the number of pods the PodSet keeps running. Pods that are
 	// terminating, Succeeded or Failed do not count and are replaced.
@@ -87,8 +101,21 @@ type PodSetSpec struct {
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
+	// resizePolicy says, per resource (cpu, memory), whether the container
+	// restarts when its resources are changed in place (RestartContainer)
+	// or not (NotRequired, the default). It only matters under
+	// updateStrategy.rollingUpdate.podUpdatePolicy InPlaceIfPossible or
+	// InPlaceOnly; changing it replaces the pods.
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=resourceName
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.resourceName in ['cpu', 'memory'])",message="resourceName must be cpu or memory"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.restartPolicy in ['NotRequired', 'RestartContainer'])",message="restartPolicy must be NotRequired or RestartContainer"
+	// +optional
+	ResizePolicy []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
+
 	// updateStrategy says how pods are moved to a changed pod template
-	// (image, command, args, env, resources, podAnnotations).
+	// (image, command, args, env, resources, resizePolicy, podAnnotations).
 	// +kubebuilder:default={}
 	// +optional
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
@@ -170,11 +197,59 @@ type RollingUpdate struct {
 	// +optional
 	Partition *int32 `json:"partition,omitempty"`
 
+	// podUpdatePolicy is how a pod takes a new pod template:
+	//   - ReCreate (the default): it is deleted and a new pod is created;
+	//   - InPlaceIfPossible: a change of image, of cpu and memory resources
+	//     (within the same QoS class) or of podAnnotations is made to the
+	//     running pod, which keeps its name, UID, IP and node; the kubelet
+	//     restarts the container for a new image (and for a resize whose
+	//     resizePolicy says RestartContainer). Any other change recreates
+	//     the pod, as ReCreate does;
+	//   - InPlaceOnly: as InPlaceIfPossible, but a change that cannot be made
+	//     in place is refused, and pods that cannot take a template in place
+	//     (those created by operator 0.2.0 or under ReCreate, which lack the
+	//     readiness gate) are left as they are.
+	// In-place updates count against maxUnavailable and use no surge.
+	// +kubebuilder:default=ReCreate
+	// +optional
+	PodUpdatePolicy PodUpdatePolicy `json:"podUpdatePolicy,omitempty"`
+
+	// inPlace tunes in-place updates.
+	// +optional
+	InPlace *InPlaceUpdate `json:"inPlace,omitempty"`
+
 	// paused stops the rollout: no pod is replaced because its template
 	// changed, and no surge pod is created. Scaling goes on, and pods
 	// replaced for other reasons take the new template.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// PodUpdatePolicy is how a pod takes a new pod template.
+// +kubebuilder:validation:Enum=ReCreate;InPlaceIfPossible;InPlaceOnly
+type PodUpdatePolicy string
+
+const (
+	// ReCreatePodUpdatePolicy replaces the pod.
+	ReCreatePodUpdatePolicy PodUpdatePolicy = "ReCreate"
+	// InPlaceIfPossiblePodUpdatePolicy updates the pod in place when the
+	// change allows it, and replaces it otherwise.
+	InPlaceIfPossiblePodUpdatePolicy PodUpdatePolicy = "InPlaceIfPossible"
+	// InPlaceOnlyPodUpdatePolicy updates pods in place only, and refuses
+	// template changes that cannot be made in place.
+	InPlaceOnlyPodUpdatePolicy PodUpdatePolicy = "InPlaceOnly"
+)
+
+// InPlaceUpdate tunes in-place updates.
+type InPlaceUpdate struct {
+	// gracePeriodSeconds is how long a pod is kept out of service (not
+	// Ready, so Services stop sending it traffic) before its container is
+	// restarted with the new image.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // EnvVar is an environment variable with a literal value.

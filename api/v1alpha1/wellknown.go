@@ -52,3 +52,30 @@ const (
 	ReasonFailedDelete = "FailedDelete"
 	ReasonNoFailure    = "NoFailure"
 )
+
+// In-place updates (spec.updateStrategy.rollingUpdate.podUpdatePolicy
+// InPlaceIfPossible or InPlaceOnly).
+const (
+	// PodConditionInPlaceUpdateReady is the readiness gate that pods of an
+	// in-place PodSet carry from their creation (gates cannot be added
+	// later). The operator sets the pod condition of this type False
+	// before it restarts the pod's container with a new image, so that
+	// the pod is not Ready and takes no traffic meanwhile, and True once
+	// the new container is Ready.
+	PodConditionInPlaceUpdateReady = "app.example.com/InPlaceUpdateReady"
+	// AnnotationInPlaceUpdate records on a pod the in-place update it is
+	// going through: the revision it moves to and what its container was
+	// before (JSON, see controllers/inplace.State). The update is done once
+	// the kubelet reports what the state asks for.
+	AnnotationInPlaceUpdate = "app.example.com/in-place-update"
+	// AnnotationRestartedAt is the annotation `kubectl rollout restart`
+	// sets on a pod template. A change of it asks for new pods, so it is
+	// never made in place.
+	AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+)
+
+// Reasons of the pod condition PodConditionInPlaceUpdateReady.
+const (
+	ReasonInPlaceUpdating    = "InPlaceUpdating"
+	ReasonInPlaceUpdateReady = "InPlaceUpdateReady"
+)

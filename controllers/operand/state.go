@@ -28,20 +28,29 @@ func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// IsReady reports whether the pod's Ready condition is True.
+// IsReady reports whether the pod's Ready condition is True, and the
+// operator is not holding it out of service for an in-place update: the
+// kubelet turns Ready False only once it has seen the gate's condition
+// turn False, and a decision in between must not count the pod twice.
 func IsReady(pod *corev1.Pod) bool {
 	c := ReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
+	return c != nil && c.Status == corev1.ConditionTrue && !heldOutOfService(pod)
+}
+
+// heldOutOfService reports whether the in-place gate's condition is False.
+func heldOutOfService(pod *corev1.Pod) bool {
+	g := InPlaceGateCondition(pod)
+	return g != nil && g.Status == corev1.ConditionFalse
 }
 
 // AvailableIn is how long until a ready pod becomes available: 0 if it
 // already is, and false if it is not ready at all. A pod is available once
 // it has been Ready for minReady.
 func AvailableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
-	c := ReadyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
+	if !IsReady(pod) {
 		return 0, false
 	}
+	c := ReadyCondition(pod)
 	if minReady <= 0 {
 		return 0, true
 	}

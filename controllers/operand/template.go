@@ -36,17 +36,26 @@ var defaultOperandCommand = []string{"sleep", "3600"}
 // labelled with that revision's hash. The caller sets the controller
 // reference.
 //
+// Pods of a PodSet that updates them in place (InPlaceUpdates) carry the
+// readiness gate PodConditionInPlaceUpdateReady: a pod's gates are fixed at
+// its creation, and the operator keeps a pod out of service through it while
+// the kubelet restarts its container with a new image.
+//
 // Nothing in the PodSet's spec reaches the security context: every pod runs
 // under the Pod Security Standard "restricted" profile, so that the operand
 // is admitted in namespaces enforcing it. The update strategy shapes when
 // pods are replaced, never what they look like.
 func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
-	container := operandContainer(tmpl, defaultImage)
+	container := Container(tmpl, defaultImage)
 	labels := Labels(ps)
 	labels[appv1alpha1.LabelRevisionHash] = hash
 	var annotations map[string]string
 	if len(tmpl.PodAnnotations) > 0 {
 		annotations = maps.Clone(tmpl.PodAnnotations)
+	}
+	var gates []corev1.PodReadinessGate
+	if InPlaceUpdates(ps) {
+		gates = []corev1.PodReadinessGate{{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}}
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -59,6 +68,7 @@ func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage s
 			Containers:      []corev1.Container{container},
 			SecurityContext: restrictedPodSecurityContext(),
 			RestartPolicy:   corev1.RestartPolicyAlways,
+			ReadinessGates:  gates,
 			// The operand does not talk to the API server; do not hand it
 			// a token it could leak.
 			AutomountServiceAccountToken: ptr.To(false),
@@ -70,8 +80,8 @@ func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage s
 	}
 }
 
-// operandContainer is the single container a template makes.
-func operandContainer(tmpl revision.Template, defaultImage string) corev1.Container {
+// Container is the single container a template makes.
+func Container(tmpl revision.Template, defaultImage string) corev1.Container {
 	if defaultImage == "" {
 		defaultImage = DefaultOperandImage
 	}
@@ -94,6 +104,7 @@ func operandContainer(tmpl revision.Template, defaultImage string) corev1.Contai
 		Args:            slices.Clone(tmpl.Args),
 		Env:             envVars(tmpl.Env),
 		Resources:       resources(tmpl.Resources),
+		ResizePolicy:    slices.Clone(tmpl.ResizePolicy),
 		SecurityContext: restrictedContainerSecurityContext(),
 		// The root filesystem is read-only; give programs the scratch space
 		// most of them expect.
@@ -109,7 +120,7 @@ func operandContainer(tmpl revision.Template, defaultImage string) corev1.Contai
 // labelled no revision) are recognised as current after an upgrade, instead
 // of being rolled.
 func MatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage string) bool {
-	want := operandContainer(tmpl, defaultImage)
+	want := Container(tmpl, defaultImage)
 	var got *corev1.Container
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == ContainerName {
@@ -134,6 +145,39 @@ func MatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage strin
 		}
 	}
 	return true
+}
+
+// InPlaceUpdates reports whether ps updates its pods in place when it can
+// (podUpdatePolicy InPlaceIfPossible or InPlaceOnly).
+func InPlaceUpdates(ps *appv1alpha1.PodSet) bool {
+	ru := ps.Spec.UpdateStrategy.RollingUpdate
+	if ps.Spec.UpdateStrategy.Type == appv1alpha1.OnDeleteStrategyType || ru == nil {
+		return false
+	}
+	return ru.PodUpdatePolicy == appv1alpha1.InPlaceIfPossiblePodUpdatePolicy || ru.PodUpdatePolicy == appv1alpha1.InPlaceOnlyPodUpdatePolicy
+}
+
+// HasInPlaceGate reports whether pod carries the readiness gate of in-place
+// updates, without which it is never updated in place: its Ready condition
+// could not be held False while its container restarts.
+func HasInPlaceGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == appv1alpha1.PodConditionInPlaceUpdateReady {
+			return true
+		}
+	}
+	return false
+}
+
+// InPlaceGateCondition returns the pod's condition of the in-place gate, or
+// nil.
+func InPlaceGateCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == appv1alpha1.PodConditionInPlaceUpdateReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func restrictedPodSecurityContext() *corev1.PodSecurityContext {

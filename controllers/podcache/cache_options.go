@@ -72,6 +72,9 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 // ten thousand pods about a tenth of the operator's heap (docs/benchmarks.md,
 // "Memory").
 //
+// Pods that may be updated in place (they carry the in-place readiness
+// gate) keep more of their status: see slimPodStatus.
+//
 // Pods without a revision label keep their containers: they were made before
 // revisions existed (operator v0.1.0) or are orphans, and the reconciler
 // compares their containers with the pod template once, to label them (see
@@ -83,29 +86,43 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	pod.Status = slimPodStatus(&pod.Status)
+	pod.Status = slimPodStatus(&pod.Status, operand.HasInPlaceGate(pod))
 	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
-		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: pod.Spec.Containers}
+		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: pod.Spec.Containers, ReadinessGates: pod.Spec.ReadinessGates}
 		return pod, nil
 	}
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
 	return pod, nil
 }
 
 // slimPodStatus is the part of a pod's status that the reconciler reads.
-func slimPodStatus(status *corev1.PodStatus) corev1.PodStatus {
+// A pod that may be updated in place (inPlace) also keeps what tells what
+// its container was before an update and whether the kubelet has done it: its container's ID, state, readiness and
+// resources, the resize conditions and the generation the kubelet observed.
+func slimPodStatus(status *corev1.PodStatus, inPlace bool) corev1.PodStatus {
 	slim := corev1.PodStatus{Phase: status.Phase}
 	for _, c := range status.Conditions {
-		if c.Type == corev1.PodReady {
-			slim.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
-			break
+		switch {
+		case c.Type == corev1.PodReady, c.Type == appv1alpha1.PodConditionInPlaceUpdateReady:
+			slim.Conditions = append(slim.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+		case inPlace && (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress):
+			slim.Conditions = append(slim.Conditions, c)
 		}
 	}
 	if len(status.ContainerStatuses) > 0 {
 		slim.ContainerStatuses = make([]corev1.ContainerStatus, len(status.ContainerStatuses))
 		for i, cs := range status.ContainerStatuses {
 			slim.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount}
+			if inPlace {
+				slim.ContainerStatuses[i] = corev1.ContainerStatus{
+					Name: cs.Name, RestartCount: cs.RestartCount, ContainerID: cs.ContainerID,
+					State: cs.State, Ready: cs.Ready, Started: cs.Started, Resources: cs.Resources,
+				}
+			}
 		}
+	}
+	if inPlace {
+		slim.ObservedGeneration = status.ObservedGeneration
 	}
 	return slim
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -37,6 +38,9 @@ type Template struct {
 	Env            []appv1alpha1.EnvVar   `json:"env,omitempty"`
 	Resources      *appv1alpha1.Resources `json:"resources,omitempty"`
 	PodAnnotations map[string]string      `json:"podAnnotations,omitempty"`
+	// ResizePolicy is part of the template because a pod's containers
+	// cannot change theirs: a new one needs new pods.
+	ResizePolicy []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
 }
 
 // FromPodSet is the template of ps's spec. The slices and maps are copies.
@@ -49,6 +53,7 @@ func FromPodSet(ps *appv1alpha1.PodSet) Template {
 		Env:            spec.Env,
 		Resources:      spec.Resources,
 		PodAnnotations: spec.PodAnnotations,
+		ResizePolicy:   spec.ResizePolicy,
 	}
 }
 
@@ -70,6 +75,9 @@ func normalize(t Template) Template {
 	}
 	if len(t.PodAnnotations) == 0 {
 		t.PodAnnotations = nil
+	}
+	if len(t.ResizePolicy) == 0 {
+		t.ResizePolicy = nil
 	}
 	if t.Resources != nil && len(t.Resources.Requests) == 0 && len(t.Resources.Limits) == 0 {
 		t.Resources = nil

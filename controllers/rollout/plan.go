@@ -13,7 +13,12 @@
 //     replicas - maxUnavailable available pods remain;
 //   - partition pods stay on the old revision (raising it rolls pods back);
 //   - paused, and the OnDelete strategy, never replace a pod for its
-//     template, but scaling goes on and fills the revision that is short.
+//     template, but scaling goes on and fills the revision that is short;
+//   - under an in-place pod update policy, old pods that can take the update
+//     revision as they are move to it instead of being replaced: they stay
+//     live (no surge) and are unavailable until the kubelet is done, so
+//     they spend the maxUnavailable budget as deletions do. Under
+//     InPlaceOnly, old pods that cannot are kept.
 //
 // Deletions are planned before creations, and a creation that needs the
 // room a deletion frees is sent only once that deletion is answered
@@ -43,6 +48,9 @@ type Strategy struct {
 	MaxSurge, MaxUnavailable int
 	// Partition is how many pods stay on the old revision.
 	Partition int
+	// InPlaceOnly keeps old pods that cannot be updated in place, instead
+	// of replacing them.
+	InPlaceOnly bool
 }
 
 // Resolve turns the strategy fields into pod counts for replicas pods:
@@ -97,6 +105,12 @@ func (d Deletions) Total() int { return d.Unavailable + d.Available }
 type Plan struct {
 	CreateUpdated, CreateOld int
 	DeleteUpdated, DeleteOld Deletions
+	// DeleteOldInPlace is how many old pods that could be updated in place
+	// to delete all the same; DeleteOld counts the other old pods.
+	DeleteOldInPlace Deletions
+	// UpdateInPlace is how many old pods, of those that can, to update in
+	// place: the unavailable ones first, then available ones.
+	UpdateInPlace Deletions
 }
 
 // Input is what a step is planned from.
@@ -106,6 +120,12 @@ type Input struct {
 	// Updated and Old are the live pods of the update revision and of every
 	// older one.
 	Updated, Old Group
+	// OldInPlace is the part of Old that can be updated in place to the
+	// update revision (none unless the pod update policy is in place).
+	OldInPlace Group
+	// UpdatedPending is how many of Updated were updated in place and wait
+	// for the kubelet to finish: the rollout is not complete until it has.
+	UpdatedPending int
 	// CanCreateOld is false when no old revision is known to create pods
 	// from (a new PodSet, or pods older than revisions): partition then
 	// keeps old pods that exist but cannot add any.
@@ -153,19 +173,21 @@ func Headroom(in Input) int {
 // Step plans one reconcile step.
 func Step(in Input) Plan {
 	var p Plan
-	replicas, s, upd, old := in.Replicas, in.Strategy, in.Updated, in.Old
+	replicas, s, upd := in.Replicas, in.Strategy, in.Updated
+	// The old pods, in two parts: those that can be updated in place
+	// (inPlace) and the rest, which only replacement moves (rest).
+	inPlace := Group{Live: min(in.OldInPlace.Live, in.Old.Live), Available: min(in.OldInPlace.Available, in.Old.Available)}
+	rest := Group{Live: in.Old.Live - inPlace.Live, Available: max(in.Old.Available-inPlace.Available, 0)}
+	oldLive := func() int { return rest.Live + inPlace.Live }
 	wantUpd, wantOld := Targets(in)
 	replacing := s.replacing()
 	maxLive := in.maxLive()
 	minAvailable := max(replicas-s.MaxUnavailable, 0)
+	budget := func() int { return max(upd.Available+rest.Available+inPlace.Available-minAvailable, 0) }
 
-	// 1. Above replicas + surge (a scale-down, or surge left over from a
-	// step that is no longer needed), pods go now, whatever the
-	// availability, as a ReplicaSet scales down: from the groups above
-	// their target, old revisions first.
-	excess := max(upd.Live+old.Live-maxLive, 0)
-	take := func(g *Group, d *Deletions, want, n int) int {
-		n = min(n, max(g.Live-want, 0))
+	// take deletes n pods of g, unavailable ones first, and returns n.
+	take := func(g *Group, d *Deletions, n int) int {
+		n = min(n, g.Live)
 		unavailable := min(n, g.Live-g.Available)
 		d.Unavailable += unavailable
 		d.Available += n - unavailable
@@ -173,35 +195,68 @@ func Step(in Input) Plan {
 		g.Available -= n - unavailable
 		return n
 	}
-	excess -= take(&old, &p.DeleteOld, wantOld, excess)
-	take(&upd, &p.DeleteUpdated, wantUpd, excess)
 
-	// 2. Replacement: pods of a group above its target go, unavailable
-	// ones freely, available ones only while enough others stay available.
+	// 1. Above replicas + surge (a scale-down, or surge left over from a
+	// step that is no longer needed), pods go now, whatever the
+	// availability, as a ReplicaSet scales down: from the groups above
+	// their target, old revisions first, and of those the ones that
+	// cannot be updated in place.
+	excess := max(upd.Live+oldLive()-maxLive, 0)
+	fromOld := min(excess, max(oldLive()-wantOld, 0))
+	excess -= fromOld
+	fromOld -= take(&rest, &p.DeleteOld, fromOld)
+	take(&inPlace, &p.DeleteOldInPlace, fromOld)
+	take(&upd, &p.DeleteUpdated, min(excess, max(upd.Live-wantUpd, 0)))
+
+	// 2a. In place: old pods above their target that can take the update
+	// revision move to it, as many as the update revision lacks,
+	// unavailable ones freely, available ones only
+	// while enough others stay available. They stay live, unavailable.
+	// keptOld are the old pods above their target that no step
+	// replaces: those a later step updates in place (unless no pod may
+	// ever be unavailable: they are then replaced, with surge, as under
+	// ReCreate) and, under InPlaceOnly, also those that cannot be.
+	var keptOld int
 	if replacing {
-		for _, x := range []struct {
-			g    *Group
-			d    *Deletions
-			want int
-		}{{&old, &p.DeleteOld, wantOld}, {&upd, &p.DeleteUpdated, wantUpd}} {
-			surplus := max(x.g.Live-x.want, 0)
-			unavailable := min(surplus, x.g.Live-x.g.Available)
-			x.d.Unavailable += unavailable
-			x.g.Live -= unavailable
-			budget := max(upd.Available+old.Available-minAvailable, 0)
-			available := min(surplus-unavailable, budget)
-			x.d.Available += available
-			x.g.Live -= available
-			x.g.Available -= available
+		surplus := min(max(oldLive()-wantOld, 0), max(wantUpd-upd.Live, 0))
+		unavailable := min(surplus, inPlace.Live-inPlace.Available)
+		available := min(surplus-unavailable, inPlace.Available, budget())
+		p.UpdateInPlace = Deletions{Unavailable: unavailable, Available: available}
+		inPlace.Live -= unavailable + available
+		inPlace.Available -= available
+		upd.Live += unavailable + available
+		if s.MaxUnavailable > 0 {
+			keptOld = min(inPlace.Live, max(oldLive()-wantOld, 0))
+		}
+		if s.InPlaceOnly {
+			keptOld = max(oldLive()-wantOld, 0)
 		}
 	}
 
+	// 2b. Replacement: pods of a group above its target go, unavailable
+	// ones freely, available ones only while enough others stay available.
+	if replacing {
+		replace := func(g *Group, d *Deletions, surplus int) int {
+			surplus = min(surplus, g.Live)
+			unavailable := take(g, d, min(surplus, g.Live-g.Available))
+			available := min(surplus-unavailable, budget())
+			g.Live -= available
+			g.Available -= available
+			d.Available += available
+			return unavailable + available
+		}
+		surplus := max(oldLive()-wantOld-keptOld, 0)
+		surplus -= replace(&rest, &p.DeleteOld, surplus)
+		replace(&inPlace, &p.DeleteOldInPlace, surplus)
+		replace(&upd, &p.DeleteUpdated, max(upd.Live-wantUpd, 0))
+	}
+
 	// 3. Creations fill the groups below their target, up to
-	// replicas + surge live pods.
-	room := max(maxLive-upd.Live-old.Live, 0)
-	p.CreateUpdated = min(max(wantUpd-upd.Live, 0), room)
+	// replicas + surge live pods; the pods kept old are not replaced.
+	room := max(maxLive-upd.Live-oldLive(), 0)
+	p.CreateUpdated = min(max(wantUpd-upd.Live-keptOld, 0), room)
 	room -= p.CreateUpdated
-	p.CreateOld = min(max(wantOld-old.Live, 0), room)
+	p.CreateOld = min(max(wantOld-oldLive(), 0), room)
 	return p
 }
 
@@ -215,5 +270,5 @@ func Complete(in Input) bool {
 		return allAvailable
 	}
 	wantUpd, wantOld := Targets(in)
-	return allAvailable && in.Updated.Live == wantUpd && in.Old.Live == wantOld
+	return allAvailable && in.Updated.Live == wantUpd && in.Old.Live == wantOld && in.UpdatedPending == 0
 }

@@ -48,7 +48,9 @@ func TestStep(t *testing.T) {
 		s        Strategy
 		upd, old Group
 		canOld   bool
-		want     Plan
+		// inPlace is the part of old that can be updated in place.
+		inPlace Group
+		want    Plan
 	}{
 		{
 			name:     "scale up from nothing: only the update revision, no surge",
@@ -135,9 +137,59 @@ func TestStep(t *testing.T) {
 			replicas: 8, s: Strategy{MaxSurge: 2, MaxUnavailable: 2}, upd: Group{2, 2}, old: Group{2, 2},
 			want: Plan{CreateUpdated: 6},
 		},
+		{
+			name:     "in place: available old pods move within maxUnavailable, and no surge pod is made",
+			replicas: 4, s: rolling, old: Group{4, 4}, inPlace: Group{4, 4},
+			want: Plan{UpdateInPlace: Deletions{Available: 1}},
+		},
+		{
+			name:     "in place: unavailable old pods move freely, and none is replaced",
+			replicas: 4, s: rolling, old: Group{4, 2}, inPlace: Group{4, 2},
+			want: Plan{UpdateInPlace: Deletions{Unavailable: 2}},
+		},
+		{
+			name:     "in place: moved pods are unavailable until done, and spend the budget",
+			replicas: 4, s: rolling, upd: Group{1, 0}, old: Group{3, 3}, inPlace: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "in place where possible: the others are replaced, with surge",
+			replicas: 4, s: rolling, old: Group{4, 4}, inPlace: Group{2, 2},
+			want: Plan{CreateUpdated: 1, UpdateInPlace: Deletions{Available: 1}},
+		},
+		{
+			name:     "InPlaceOnly keeps the old pods that cannot be updated in place",
+			replicas: 3, s: Strategy{MaxUnavailable: 1, InPlaceOnly: true}, old: Group{3, 3}, inPlace: Group{1, 1},
+			want: Plan{UpdateInPlace: Deletions{Available: 1}},
+		},
+		{
+			name:     "InPlaceOnly with nothing left to move: nothing to do",
+			replicas: 3, s: Strategy{MaxUnavailable: 1, InPlaceOnly: true}, upd: Group{1, 1}, old: Group{2, 2},
+			want: Plan{},
+		},
+		{
+			name:     "InPlaceOnly still scales up, with the update revision",
+			replicas: 5, s: Strategy{MaxUnavailable: 1, InPlaceOnly: true}, upd: Group{1, 1}, old: Group{2, 2},
+			want: Plan{CreateUpdated: 2},
+		},
+		{
+			name:     "in place, paused: nothing moves",
+			replicas: 3, s: Strategy{MaxUnavailable: 1, Paused: true}, old: Group{3, 3}, inPlace: Group{3, 3},
+			want: Plan{},
+		},
+		{
+			name:     "in place within a partition",
+			replicas: 4, s: Strategy{MaxUnavailable: 2, Partition: 3}, old: Group{4, 4}, inPlace: Group{4, 4}, canOld: true,
+			want: Plan{UpdateInPlace: Deletions{Available: 1}},
+		},
+		{
+			name:     "in place, scaling down: the excess goes first, then pods move",
+			replicas: 2, s: rolling, old: Group{4, 4}, inPlace: Group{4, 4},
+			want: Plan{DeleteOldInPlace: Deletions{Available: 1}, UpdateInPlace: Deletions{Available: 2}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Input{Replicas: tc.replicas, Strategy: tc.s, Updated: tc.upd, Old: tc.old, CanCreateOld: tc.canOld}
+			in := Input{Replicas: tc.replicas, Strategy: tc.s, Updated: tc.upd, Old: tc.old, CanCreateOld: tc.canOld, OldInPlace: tc.inPlace}
 			NewWithT(t).Expect(Step(in)).To(Equal(tc.want))
 		})
 	}
@@ -147,7 +199,8 @@ func TestStep(t *testing.T) {
 // that turn available at random, and checks after every step what an outside
 // observer would: never more than replicas + maxSurge live pods, never fewer
 // than replicas - maxUnavailable available ones once there were that many,
-// and the end reached.
+// and the end reached. Every other trial updates a random part of the old
+// pods in place.
 func TestStepKeepsBoundsUntilDone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 300 {
@@ -164,13 +217,14 @@ func TestStepKeepsBoundsUntilDone(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%d: replicas=%d surge=%d unavailable=%d partition=%d", trial, replicas, s.MaxSurge, s.MaxUnavailable, partition), func(t *testing.T) {
 			g := NewWithT(t)
-			// Each pod is (updated, available).
-			type pod struct{ updated, available bool }
+			// Each pod is (updated, available, can be updated in place).
+			type pod struct{ updated, available, inPlace bool }
 			pods := make([]pod, replicas)
 			for i := range pods {
 				pods[i].available = true
+				pods[i].inPlace = trial%2 == 1 && rng.IntN(3) > 0
 			}
-			count := func() (upd, old Group) {
+			count := func() (upd, old, oldInPlace Group) {
 				for _, p := range pods {
 					g := &old
 					if p.updated {
@@ -180,32 +234,47 @@ func TestStepKeepsBoundsUntilDone(t *testing.T) {
 					if p.available {
 						g.Available++
 					}
+					if !p.updated && p.inPlace {
+						oldInPlace.Live++
+						if p.available {
+							oldInPlace.Available++
+						}
+					}
 				}
-				return upd, old
+				return upd, old, oldInPlace
+			}
+			replaceable, created := 0, 0
+			for _, p := range pods {
+				if !p.inPlace {
+					replaceable++
+				}
 			}
 			for steps := 0; ; steps++ {
 				g.Expect(steps).To(BeNumerically("<", 1000), "the rollout never completes")
-				upd, old := count()
-				in := Input{Replicas: replicas, Strategy: s, Updated: upd, Old: old, CanCreateOld: true}
+				upd, old, oldInPlace := count()
+				in := Input{Replicas: replicas, Strategy: s, Updated: upd, Old: old, OldInPlace: oldInPlace, CanCreateOld: true}
 				if Complete(in) {
 					wantOld := min(partition, replicas)
 					g.Expect(old.Live).To(Equal(wantOld))
+					if s.MaxUnavailable > 0 {
+						g.Expect(created).To(BeNumerically("<=", replaceable), "pods that could be updated in place were replaced")
+					}
 					return
 				}
 				plan := Step(in)
 				// Creations go as Headroom allows: some at once,
 				// the rest one per answered deletion.
 				headroom := Headroom(in)
-				deletions := plan.DeleteOld.Total() + plan.DeleteUpdated.Total()
+				deletions := plan.DeleteOld.Total() + plan.DeleteOldInPlace.Total() + plan.DeleteUpdated.Total()
 				creations := plan.CreateUpdated + plan.CreateOld
 				g.Expect(creations).To(BeNumerically("<=", headroom+deletions), "creations that no deletion makes room for")
 				g.Expect(upd.Live+old.Live+min(creations, max(headroom, 0))).To(BeNumerically("<=", replicas+s.MaxSurge),
 					"creations sent before any deletion is answered push the live pods above replicas + maxSurge")
 				// Apply deletions, preferring unavailable pods, as
 				// pickVictims does.
-				remove := func(updated, available bool, n int) {
+				remove := func(updated, available, inPlace bool, n int) {
 					for i := 0; i < len(pods) && n > 0; {
-						if pods[i].updated == updated && pods[i].available == available {
+						if pods[i].updated == updated && pods[i].available == available && (updated || pods[i].inPlace == inPlace) {
 							pods = append(pods[:i], pods[i+1:]...)
 							n--
 							continue
@@ -214,14 +283,29 @@ func TestStepKeepsBoundsUntilDone(t *testing.T) {
 					}
 					g.Expect(n).To(BeZero(), "the plan deletes pods that do not exist")
 				}
-				remove(false, false, plan.DeleteOld.Unavailable)
-				remove(false, true, plan.DeleteOld.Available)
-				remove(true, false, plan.DeleteUpdated.Unavailable)
-				remove(true, true, plan.DeleteUpdated.Available)
-				_, afterDeletes := count()
-				updAfter, _ := count()
-				g.Expect(updAfter.Available+afterDeletes.Available).To(BeNumerically(">=", replicas-s.MaxUnavailable),
+				remove(false, false, false, plan.DeleteOld.Unavailable)
+				remove(false, true, false, plan.DeleteOld.Available)
+				remove(false, false, true, plan.DeleteOldInPlace.Unavailable)
+				remove(false, true, true, plan.DeleteOldInPlace.Available)
+				remove(true, false, false, plan.DeleteUpdated.Unavailable)
+				remove(true, true, false, plan.DeleteUpdated.Available)
+				// Move pods in place, unavailable ones first, as
+				// pickInPlace does.
+				move := func(available bool, n int) {
+					for i := range pods {
+						if n > 0 && !pods[i].updated && pods[i].inPlace && pods[i].available == available {
+							pods[i] = pod{updated: true}
+							n--
+						}
+					}
+					g.Expect(n).To(BeZero(), "the plan updates in place pods that cannot be")
+				}
+				move(false, plan.UpdateInPlace.Unavailable)
+				move(true, plan.UpdateInPlace.Available)
+				updAfter, oldAfter, _ := count()
+				g.Expect(updAfter.Available+oldAfter.Available).To(BeNumerically(">=", replicas-s.MaxUnavailable),
 					"available pods fell below replicas - maxUnavailable")
+				created += plan.CreateUpdated + plan.CreateOld
 				for range plan.CreateUpdated {
 					pods = append(pods, pod{updated: true})
 				}
@@ -273,6 +357,7 @@ func TestComplete(t *testing.T) {
 		{"partition reached", Input{Replicas: 3, Strategy: Strategy{MaxSurge: 1, Partition: 1}, Updated: Group{2, 2}, Old: Group{1, 1}, CanCreateOld: true}, true},
 		{"OnDelete with old pods", Input{Replicas: 3, Strategy: Strategy{OnDelete: true}, Updated: Group{1, 1}, Old: Group{2, 2}}, true},
 		{"zero replicas", Input{Replicas: 0, Strategy: rolling}, true},
+		{"a pod updated in place that the kubelet has not finished", Input{Replicas: 3, Strategy: rolling, Updated: Group{3, 3}, UpdatedPending: 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(Complete(tc.in)).To(Equal(tc.want))

@@ -1,0 +1,181 @@
+// Package inplace is the pure part of in-place updates
+// (spec.updateStrategy.rollingUpdate.podUpdatePolicy InPlaceIfPossible and
+// InPlaceOnly): which template changes a running pod can take (Classify),
+// the patches that make them, the state a pod carries through its update,
+// and whether the kubelet has done it. It makes no API calls; the
+// reconciler's in_place_updates.go does, with these functions.
+//
+// What changes in place is what the API server and the kubelet allow on a
+// running pod, as OpenKruise's CloneSet decides it:
+//
+//   - the container's image: a pod patch; the kubelet restarts the
+//     container with the new image;
+//   - its cpu and memory requests and limits, through the pods/resize
+//     subresource, as long as none is removed and the pod's QoS class stays
+//     the same (the API server's own rules for a resize); the container
+//     restarts only for a resource whose resizePolicy says RestartContainer;
+//   - the pod's annotations: a pod patch, nothing restarts.
+//
+// Anything else (command, args, env, resizePolicy, ephemeral-storage) needs
+// a new pod.
+package inplace
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// Change is what moving a pod from one template to another takes.
+type Change struct {
+	// NotInPlace names the first spec field whose change needs a new pod,
+	// with why; empty when the whole change can be made in place.
+	NotInPlace string
+	// Image: the container's image changes, and the kubelet restarts it.
+	Image bool
+	// Resources: cpu or memory requests or limits change (pods/resize).
+	Resources bool
+	// ResizeRestarts: a changed resource's resizePolicy is
+	// RestartContainer, so the resize restarts the container.
+	ResizeRestarts bool
+	// Annotations: the pod annotations of the template change.
+	Annotations bool
+}
+
+// InPlace reports whether the whole change can be made to a running pod.
+func (c Change) InPlace() bool { return c.NotInPlace == "" }
+
+// Restarts reports whether the change restarts the container, which takes
+// the pod out of service while it does.
+func (c Change) Restarts() bool { return c.Image || c.ResizeRestarts }
+
+// None reports whether the templates make the same pods.
+func (c Change) None() bool { return c == Change{} }
+
+// Classify says what moving a pod made from template from to template to
+// takes. defaultImage is the operator's operand image, which pods of a
+// template that names none run.
+func Classify(from, to revision.Template, defaultImage string) Change {
+	var c Change
+	a, b := operand.Container(from, defaultImage), operand.Container(to, defaultImage)
+	switch {
+	case !slices.Equal(a.Command, b.Command):
+		if slices.Equal(from.Command, to.Command) {
+			// Only the image changed, to or from the default one,
+			// which runs a command of its own.
+			c.NotInPlace = "spec.image: setting or unsetting it changes the command the container runs"
+		} else {
+			c.NotInPlace = "spec.command"
+		}
+	case !slices.Equal(a.Args, b.Args):
+		c.NotInPlace = "spec.args"
+	case !equality.Semantic.DeepEqual(a.Env, b.Env):
+		c.NotInPlace = "spec.env"
+	case !equality.Semantic.DeepEqual(a.ResizePolicy, b.ResizePolicy):
+		c.NotInPlace = "spec.resizePolicy"
+	case from.PodAnnotations[appv1alpha1.AnnotationRestartedAt] != to.PodAnnotations[appv1alpha1.AnnotationRestartedAt]:
+		c.NotInPlace = "spec.podAnnotations[" + appv1alpha1.AnnotationRestartedAt + "]: it asks for new pods"
+	}
+	if c.NotInPlace != "" {
+		return c
+	}
+	c.Image = a.Image != b.Image
+	c.Annotations = !maps.Equal(from.PodAnnotations, to.PodAnnotations)
+	if !equality.Semantic.DeepEqual(a.Resources, b.Resources) {
+		if why := resizeRefusal(a.Resources, b.Resources); why != "" {
+			c.NotInPlace = "spec.resources: " + why
+			return c
+		}
+		c.Resources = true
+		c.ResizeRestarts = resizeRestarts(a.Resources, b.Resources, b.ResizePolicy)
+	}
+	return c
+}
+
+// resizeRefusal says why the API server would refuse to resize a container
+// from a to b, or "" if it would not: only cpu and memory may change, none
+// may be removed, and the QoS class must stay.
+func resizeRefusal(a, b corev1.ResourceRequirements) string {
+	for _, pair := range [][2]corev1.ResourceList{{a.Requests, b.Requests}, {a.Limits, b.Limits}} {
+		for name, q := range pair[0] {
+			have, ok := pair[1][name]
+			if !ok {
+				return string(name) + " cannot be removed in place"
+			}
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory && have.Cmp(q) != 0 {
+				return string(name) + " cannot change in place"
+			}
+		}
+		for name := range pair[1] {
+			if _, ok := pair[0][name]; !ok && name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				return string(name) + " cannot be added in place"
+			}
+		}
+	}
+	if qa, qb := QOSClass(a), QOSClass(b); qa != qb {
+		return "the QoS class would change from " + string(qa) + " to " + string(qb)
+	}
+	return ""
+}
+
+// resizeRestarts reports whether a changed resource's resize policy asks
+// for a container restart. Without a policy the kubelet resizes a resource
+// without one.
+func resizeRestarts(a, b corev1.ResourceRequirements, policy []corev1.ContainerResizePolicy) bool {
+	for _, p := range policy {
+		if p.RestartPolicy != corev1.RestartContainer {
+			continue
+		}
+		if !sameQuantity(a.Requests, b.Requests, p.ResourceName) || !sameQuantity(a.Limits, b.Limits, p.ResourceName) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
+	qa, oka := a[name]
+	qb, okb := b[name]
+	return oka == okb && qa.Cmp(qb) == 0
+}
+
+// QOSClass is the QoS class of a pod whose only container has these
+// resources, as the API server computes it: BestEffort without cpu or
+// memory requests and limits, Guaranteed when cpu and memory are limited and
+// any positive request equals its limit (a missing one defaults to it), and
+// Burstable otherwise. Only positive quantities count.
+func QOSClass(r corev1.ResourceRequirements) corev1.PodQOSClass {
+	compute := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	positive := func(l corev1.ResourceList, name corev1.ResourceName) (resource.Quantity, bool) {
+		q, ok := l[name]
+		return q, ok && q.Sign() > 0
+	}
+	guaranteed, any := true, false
+	for _, name := range compute {
+		limit, limited := positive(r.Limits, name)
+		request, requested := positive(r.Requests, name)
+		any = any || limited || requested
+		if !limited {
+			guaranteed = false
+			continue
+		}
+		if requested && request.Cmp(limit) != 0 {
+			guaranteed = false
+		}
+	}
+	switch {
+	case !any:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	default:
+		return corev1.PodQOSBurstable
+	}
+}

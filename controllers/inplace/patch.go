@@ -1,0 +1,108 @@
+package inplace
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// The patches are strategic merge patches: containers merge by name and
+// conditions by type, so each patch names only what it changes, and what
+// others wrote to the pod (a LimitRange's defaults, another controller's
+// annotations or conditions) stays.
+
+// UpdatePatch is the pod patch that moves pod from template from to
+// template to (hash toHash) in place, once any resize is done: the image,
+// the template's annotations (those it dropped are removed), the revision
+// label and the update's state. It carries pod's resourceVersion, so that
+// the API server refuses it if pod changed since it was read.
+func UpdatePatch(pod *corev1.Pod, from, to revision.Template, toHash string, st State, defaultImage string) []byte {
+	annotations := map[string]any{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
+	for k := range from.PodAnnotations {
+		if _, kept := to.PodAnnotations[k]; !kept {
+			annotations[k] = nil
+		}
+	}
+	for k, v := range to.PodAnnotations {
+		annotations[k] = v
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": pod.ResourceVersion,
+			"labels":          map[string]string{appv1alpha1.LabelRevisionHash: toHash},
+			"annotations":     annotations,
+		},
+	}
+	if image := operand.Container(to, defaultImage).Image; image != operand.Container(from, defaultImage).Image {
+		patch["spec"] = map[string]any{"containers": []map[string]any{{
+			"name":  operand.ContainerName,
+			"image": image,
+		}}}
+	}
+	return mustJSON(patch)
+}
+
+// ResizePatch is the pods/resize patch that gives the container the cpu and
+// memory of template to. Requests and limits it does not name stay as they
+// are.
+func ResizePatch(to revision.Template, defaultImage string) []byte {
+	r := ComputeResources(operand.Container(to, defaultImage).Resources)
+	return mustJSON(map[string]any{"spec": map[string]any{"containers": []map[string]any{{
+		"name":      operand.ContainerName,
+		"resources": r,
+	}}}})
+}
+
+// ComputeResources is the cpu and memory part of r, which a resize changes.
+func ComputeResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	pick := func(l corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		maps.Copy(out, l)
+		maps.DeleteFunc(out, func(name corev1.ResourceName, _ resource.Quantity) bool {
+			return name != corev1.ResourceCPU && name != corev1.ResourceMemory
+		})
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return corev1.ResourceRequirements{Requests: pick(r.Requests), Limits: pick(r.Limits)}
+}
+
+// GatePatch is the pods/status patch that sets the in-place gate's
+// condition. A patch that puts a pod back in service (status True) carries
+// the resourceVersion the decision was made on: if the pod changed since,
+// say a new update began, it is refused and decided again.
+func GatePatch(pod *corev1.Pod, status corev1.ConditionStatus, reason, message string, now time.Time) []byte {
+	metadata := map[string]any{}
+	if status == corev1.ConditionTrue {
+		metadata["resourceVersion"] = pod.ResourceVersion
+	}
+	return mustJSON(map[string]any{
+		"metadata": metadata,
+		"status": map[string]any{"conditions": []corev1.PodCondition{{
+			Type:               appv1alpha1.PodConditionInPlaceUpdateReady,
+			Status:             status,
+			Reason:             reason,
+			Message:            message,
+			LastTransitionTime: metav1.NewTime(now),
+		}}},
+	})
+}
+
+func mustJSON(v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a pod patch: %v", err))
+	}
+	return raw
+}

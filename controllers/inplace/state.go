@@ -1,0 +1,152 @@
+package inplace
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+)
+
+// State is what a pod carries, in the annotation AnnotationInPlaceUpdate,
+// through an in-place update: the revision it moves to, and what tells
+// that the kubelet has made the change. It is written in the same patch as
+// the revision label, so a pod never has one without the other, and it
+// stays once the update is done: whether it is done is judged from the
+// pod's status each time (Done), which a restarted operator can do too.
+type State struct {
+	// Revision is the hash of the revision the pod moves to.
+	Revision string `json:"revision"`
+	// Restart: a new container is awaited (a new image, or a resize that
+	// restarts), one whose ID differs from ContainerID.
+	Restart     bool   `json:"restart,omitempty"`
+	ContainerID string `json:"containerID,omitempty"`
+	// Resize: the container's cpu and memory are awaited at Resources.
+	Resize    bool                         `json:"resize,omitempty"`
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// StateOf reads the state of pod's in-place update, if it has one.
+func StateOf(pod *corev1.Pod) (State, bool) {
+	raw, ok := pod.Annotations[appv1alpha1.AnnotationInPlaceUpdate]
+	if !ok {
+		return State{}, false
+	}
+	var st State
+	if err := json.Unmarshal([]byte(raw), &st); err != nil || st.Revision == "" {
+		// Not ours to read (a hand edit): judged as no update at all,
+		// so the pod is counted by its revision label alone.
+		return State{}, false
+	}
+	return st, true
+}
+
+// Encode is the annotation value of st.
+func (st State) Encode() string {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		// Strings, booleans and quantities always encode.
+		panic(fmt.Sprintf("encoding an in-place update state: %v", err))
+	}
+	return string(raw)
+}
+
+// Pending reports whether pod is going through an in-place update that the
+// kubelet has not finished: it carries the update revision's label, but
+// does not run that revision yet, so it does not count as updated.
+func Pending(pod *corev1.Pod) bool {
+	st, ok := StateOf(pod)
+	if !ok || st.Revision != pod.Labels[appv1alpha1.LabelRevisionHash] {
+		return false
+	}
+	return !Done(pod, st)
+}
+
+// Done reports whether the kubelet has made the change st awaits:
+//
+//   - it has seen the pod's latest spec (status.observedGeneration, where the
+//     kubelet reports one);
+//   - for a restart, a container other than the one before the update runs
+//     and is ready. The container ID is what tells, not the image ID: a new
+//     tag of the same digest has the same image ID, and judging by it would
+//     wait forever (OpenKruise's CloneSet #2297);
+//   - for a resize, the container's resources in the status are those
+//     asked for, and no resize is pending or in progress.
+func Done(pod *corev1.Pod, st State) bool {
+	if pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
+		return false
+	}
+	cs := ContainerStatus(pod)
+	if cs == nil {
+		return false
+	}
+	if st.Restart && (cs.ContainerID == "" || cs.ContainerID == st.ContainerID || cs.State.Running == nil || !cs.Ready) {
+		return false
+	}
+	if st.Resize {
+		if cs.Resources == nil || st.Resources == nil ||
+			!covers(cs.Resources.Requests, st.Resources.Requests) || !covers(cs.Resources.Limits, st.Resources.Limits) {
+			return false
+		}
+		for _, c := range pod.Status.Conditions {
+			if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// covers reports whether have holds every quantity of want.
+func covers(have, want corev1.ResourceList) bool {
+	for name, q := range want {
+		if h, ok := have[name]; !ok || h.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainerStatus is the status of the operand container, or nil.
+func ContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == operand.ContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// stuckReasons are the reasons a container waits with that no wait ends:
+// the image cannot be pulled or run, or the container keeps crashing.
+var stuckReasons = map[string]bool{
+	"ErrImagePull":               true,
+	"ImagePullBackOff":           true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CrashLoopBackOff":           true,
+	"CreateContainerError":       true,
+	"CreateContainerConfigError": true,
+	"RunContainerError":          true,
+}
+
+// Stuck says why pod's in-place update does not come to an end, or "" when
+// nothing says it will not: its new container cannot start, or the kubelet
+// found the resize infeasible.
+func Stuck(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
+			return fmt.Sprintf("pod %s: resize infeasible: %s", pod.Name, c.Message)
+		}
+	}
+	if cs := ContainerStatus(pod); cs != nil && cs.State.Waiting != nil && stuckReasons[cs.State.Waiting.Reason] {
+		msg := fmt.Sprintf("pod %s: container %s: %s", pod.Name, cs.Name, cs.State.Waiting.Reason)
+		if cs.State.Waiting.Message != "" {
+			msg += ": " + cs.State.Waiting.Message
+		}
+		return msg
+	}
+	return ""
+}
