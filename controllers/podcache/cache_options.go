@@ -103,7 +103,9 @@ func slimPodStatus(status *corev1.PodStatus, inPlace bool) corev1.PodStatus {
 	slim := corev1.PodStatus{Phase: status.Phase}
 	for _, c := range status.Conditions {
 		switch {
-		case c.Type == corev1.PodReady, c.Type == appv1alpha1.PodConditionInPlaceUpdateReady:
+		case c.Type == corev1.PodReady:
+			slim.Conditions = append(slim.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		case c.Type == appv1alpha1.PodConditionInPlaceUpdateReady:
 			slim.Conditions = append(slim.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
 		case inPlace && (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress):
 			slim.Conditions = append(slim.Conditions, c)

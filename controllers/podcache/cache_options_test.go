@@ -147,6 +147,26 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	g.Expect(operand.IsReady(slim)).To(BeTrue())
 	g.Expect(operand.RestartCount(slim)).To(Equal(operand.RestartCount(want)))
 	g.Expect(operand.RestartCount(slim)).To(Equal(int32(3)))
+
+	// A pod that may be updated in place keeps its gate, the gate's
+	// condition, the resize conditions and what tells an update done.
+	gated := want.DeepCopy()
+	gated.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}}
+	gated.Generation, gated.Status.ObservedGeneration = 3, 3
+	gate := corev1.PodCondition{Type: appv1alpha1.PodConditionInPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: appv1alpha1.ReasonInPlaceUpdating, LastTransitionTime: readySince}
+	resizing := corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, Message: "m"}
+	gated.Status.Conditions = append(gated.Status.Conditions, gate, resizing)
+	out, err = transform(gated.DeepCopy())
+	g.Expect(err).NotTo(HaveOccurred())
+	slim = out.(*corev1.Pod)
+	g.Expect(slim.Spec).To(Equal(corev1.PodSpec{NodeName: "node-1", ReadinessGates: gated.Spec.ReadinessGates}))
+	g.Expect(slim.Status.Conditions).To(Equal([]corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}, gate, resizing,
+	}))
+	g.Expect(slim.Status.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(slim.Status.ContainerStatuses[0].ContainerID).To(Equal("containerd://1"))
+	g.Expect(slim.Status.ContainerStatuses[0].State.Running).NotTo(BeNil())
+	g.Expect(operand.IsReady(slim)).To(BeFalse(), "held out of service by the gate")
 }
 
 func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
