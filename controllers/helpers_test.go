@@ -45,6 +45,14 @@ type podControlFuncs struct {
 	next   podwrites.PodControl
 	create func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error
 	delete func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error
+	patch  func(ctx context.Context, pod *corev1.Pod, subresource string, patch []byte, next podwrites.PodControl) error
+}
+
+func (f podControlFuncs) PatchPod(ctx context.Context, pod *corev1.Pod, subresource string, patch []byte) error {
+	if f.patch == nil {
+		return f.next.PatchPod(ctx, pod, subresource, patch)
+	}
+	return f.patch(ctx, pod, subresource, patch, f.next)
 }
 
 func (f podControlFuncs) CreatePod(ctx context.Context, pod *corev1.Pod) error {

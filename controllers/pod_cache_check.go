@@ -189,7 +189,7 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 // liveRolloutComplete reports whether the pods the reconcile acts on leave
 // nothing to do: the right number on each revision, every one available.
 func liveRolloutComplete(s *podSetScope) bool {
-	in, _, _, err := rolloutInput(s.podSet, &s.revisions, s.pods, time.Now())
+	in, _, err := rolloutInput(s.podSet, &s.revisions, s.pods, time.Now())
 	return err == nil && rollout.Complete(in)
 }
 

@@ -33,13 +33,17 @@ import (
 // OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift)
 // demands for setting blockOwnerDeletion in a pod's controller reference.
 // Pods are cached (list, watch), created, deleted, patched to adopt or
-// release them or to label their revision, and read directly (get) when one
-// may have left the cache by losing its managed-by label (stray_pods.go). Events go through the events.k8s.io API, which patches a
-// repeated event's series instead of creating a new one.
+// release them, to label their revision or to update them in place, and
+// read directly (get) when one may have left the cache by losing its
+// managed-by label (stray_pods.go). An in-place update also patches a pod's
+// status (the condition of its readiness gate) and resizes it
+// (in_place_updates.go). Events go through the events.k8s.io API, which
+// patches a repeated event's series instead of creating a new one.
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=patch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods/status;pods/resize,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Revisions are cached (list, watch), created, renumbered on rollback
 // (patch), pruned (delete), and read directly (get) when a create finds the
@@ -94,7 +98,8 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return r.retry(ctx, rec, err)
 	}
 	// A failed scale is reported in the status, then retried with backoff.
-	errs := []error{r.scalePods(ctx, s, podCache), r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
+	gracePeriodEndsIn, err := r.scalePods(ctx, s, podCache)
+	errs := []error{err, r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
 	statusDueIn, err := r.updateStatus(ctx, s)
 	if err := kerrors.NewAggregate(append(errs, err)); err != nil {
 		return r.retry(ctx, rec, err)
@@ -102,7 +107,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
-	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn)}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn, gracePeriodEndsIn)}, nil
 }
 
 // retry hands a failed reconcile to the controller's exponential backoff,
@@ -132,7 +137,7 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 // when a ready pod becomes available, when writes that were never observed
 // stop being waited for, when the progress deadline passes, or at the
 // soonest of the phases' own waits (a pod cache recheck, a paced status
-// write).
+// write, the end of an in-place update's grace period).
 func nextWakeUp(s *podSetScope, phaseWaits ...time.Duration) time.Duration {
 	now := time.Now()
 	next := status.NextAvailabilityCheck(s.pods, operand.MinReady(s.podSet), now)

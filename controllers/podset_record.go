@@ -64,6 +64,9 @@ type podSetRecord struct {
 	// background is what the PodSet's deletes sent in the background left
 	// for its reconciles (podwrites.Background).
 	background podwrites.BackgroundSteps
+	// podPatches are the in-place updates' pod patches until the cache
+	// shows them (in_place_updates.go).
+	podPatches unseenPodPatches
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

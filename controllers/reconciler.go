@@ -123,6 +123,33 @@ type revisionState struct {
 	updateHash, currentHash         string
 	// collisionCount is the count the update revision's hash was made with.
 	collisionCount *int32
+	// defaultImage is the operand image of templates that name none.
+	defaultImage string
+	// templates memoizes the templates of all, by hash (template).
+	templates map[string]revision.Template
+}
+
+// template is the template of the revision with this hash, if one is
+// stored and readable.
+func (rs *revisionState) template(hash string) (revision.Template, bool) {
+	if t, ok := rs.templates[hash]; ok {
+		return t, true
+	}
+	for _, cr := range rs.all {
+		if revisionHash(cr) != hash {
+			continue
+		}
+		t, err := revision.Decode(cr)
+		if err != nil {
+			return t, false
+		}
+		if rs.templates == nil {
+			rs.templates = map[string]revision.Template{}
+		}
+		rs.templates[hash] = t
+		return t, true
+	}
+	return revision.Template{}, false
 }
 
 // canCreateOld reports whether pods of an older revision can be created:

@@ -37,6 +37,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	ps, rs := s.podSet, &s.revisions
 	rs.collisionCount = ps.Status.CollisionCount
 	rs.updateTemplate = revision.FromPodSet(ps)
+	rs.defaultImage = r.DefaultImage
 
 	if ps.DeletionTimestamp != nil {
 		// Nothing is created for a PodSet on its way out.

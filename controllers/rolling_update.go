@@ -5,15 +5,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
 )
 
 // step is what one reconcile does to the pods: the rollout package's counts,
-// turned into pods to delete and templates to create from.
+// turned into pods to delete, templates to create from and pods to update in
+// place.
 type step struct {
 	createUpdated, createOld int
 	victims                  []*corev1.Pod
@@ -24,6 +28,8 @@ type step struct {
 	// deletes is answered; each further one waits for an answer
 	// (rollout.Headroom).
 	headroom int
+	// inPlace are the old pods to move to the update revision in place.
+	inPlace []inPlaceMove
 }
 
 // strategy resolves the PodSet's update strategy for its replicas.
@@ -38,68 +44,121 @@ func strategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
 	if err != nil {
 		return s, fmt.Errorf("spec.updateStrategy.rollingUpdate: %w", err)
 	}
+	s.InPlaceOnly = operand.InPlaceUpdates(ps) && ru.PodUpdatePolicy == appv1alpha1.InPlaceOnlyPodUpdatePolicy
 	return s, nil
 }
 
-// revisionGroups splits the live pods into those of the update revision and
-// the rest, and counts the available ones in each.
-func revisionGroups(pods []*corev1.Pod, updateHash string, minReady time.Duration, now time.Time) (updated, old []*corev1.Pod, upd, oldCounts rollout.Group) {
+// podGroups are the live pods of the update revision and of older ones,
+// and which old ones can be updated in place.
+type podGroups struct {
+	updated, old []*corev1.Pod
+	moves        map[types.UID]inPlaceMove
+}
+
+// group splits the live pods into those of the update revision and the
+// rest.
+func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) podGroups {
+	var g podGroups
 	for _, pod := range pods {
 		if !operand.IsLive(pod) {
 			continue
 		}
-		available := operand.IsAvailable(pod, minReady, now)
-		if pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash {
-			updated = append(updated, pod)
-			upd.Live++
-			if available {
-				upd.Available++
-			}
+		if pod.Labels[appv1alpha1.LabelRevisionHash] == rs.updateHash {
+			g.updated = append(g.updated, pod)
 		} else {
-			old = append(old, pod)
-			oldCounts.Live++
-			if available {
-				oldCounts.Available++
-			}
+			g.old = append(g.old, pod)
 		}
 	}
-	return updated, old, upd, oldCounts
+	g.moves = inPlaceMoves(ps, rs, g.old)
+	return g
+}
+
+// count is how many of pods are live and available, of those that keep.
+func count(pods []*corev1.Pod, keep func(*corev1.Pod) bool, minReady time.Duration, now time.Time) rollout.Group {
+	var c rollout.Group
+	for _, pod := range pods {
+		if !keep(pod) {
+			continue
+		}
+		c.Live++
+		if operand.IsAvailable(pod, minReady, now) {
+			c.Available++
+		}
+	}
+	return c
 }
 
 // rolloutInput is what the rollout arithmetic is given for ps's pods.
-func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) (rollout.Input, []*corev1.Pod, []*corev1.Pod, error) {
+func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) (rollout.Input, podGroups, error) {
 	s, err := strategy(ps)
 	if err != nil {
-		return rollout.Input{}, nil, nil, err
+		return rollout.Input{}, podGroups{}, err
 	}
-	updated, old, upd, oldCounts := revisionGroups(pods, rs.updateHash, operand.MinReady(ps), now)
-	return rollout.Input{
+	g := group(ps, rs, pods)
+	minReady := operand.MinReady(ps)
+	all := func(*corev1.Pod) bool { return true }
+	in := rollout.Input{
 		Replicas:     int(ps.DesiredReplicas()),
 		Strategy:     s,
-		Updated:      upd,
-		Old:          oldCounts,
+		Updated:      count(g.updated, all, minReady, now),
+		Old:          count(g.old, all, minReady, now),
+		OldInPlace:   count(g.old, func(p *corev1.Pod) bool { _, ok := g.moves[p.UID]; return ok }, minReady, now),
 		CanCreateOld: rs.canCreateOld(),
-	}, updated, old, nil
+	}
+	for _, pod := range g.updated {
+		if inplace.Pending(pod) {
+			in.UpdatedPending++
+		}
+	}
+	return in, g, nil
 }
 
-// planStep plans one reconcile's creations and deletions, at most burst of
-// each.
+// planStep plans one reconcile's creations, deletions and in-place
+// updates, at most burst of each.
 func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time, burst int) (step, error) {
-	in, updated, old, err := rolloutInput(ps, rs, pods, now)
+	in, g, err := rolloutInput(ps, rs, pods, now)
 	if err != nil {
 		return step{}, err
 	}
 	plan := rollout.Step(in)
 	minReady := operand.MinReady(ps)
+	var oldRest, oldInPlace []*corev1.Pod
+	for _, pod := range g.old {
+		if _, ok := g.moves[pod.UID]; ok {
+			oldInPlace = append(oldInPlace, pod)
+		} else {
+			oldRest = append(oldRest, pod)
+		}
+	}
 	// Old revisions go first, then the update revision's pods, each group
 	// in the deletion ranking's order.
-	victims := append(pickVictims(old, plan.DeleteOld, minReady, now), pickVictims(updated, plan.DeleteUpdated, minReady, now)...)
+	var victims []*corev1.Pod
+	for _, x := range []struct {
+		pods []*corev1.Pod
+		d    rollout.Deletions
+	}{{oldRest, plan.DeleteOld}, {oldInPlace, plan.DeleteOldInPlace}, {g.updated, plan.DeleteUpdated}} {
+		victims = append(victims, pickVictims(x.pods, x.d, minReady, now)...)
+	}
 	st := step{victims: victims, headroom: rollout.Headroom(in)}
 	if len(victims) > burst {
 		st.victims, st.deletionsCapped = victims[:burst], true
 	}
 	st.createUpdated = min(plan.CreateUpdated, burst)
 	st.createOld = min(plan.CreateOld, burst-st.createUpdated)
+	// The in-place moves come from the pods no deletion took, in the same
+	// ranking: those unavailable first.
+	deleted := sets.New(operand.UIDs(victims)...)
+	var movable []*corev1.Pod
+	for _, pod := range oldInPlace {
+		if !deleted.Has(pod.UID) {
+			movable = append(movable, pod)
+		}
+	}
+	for _, pod := range pickVictims(movable, plan.UpdateInPlace, minReady, now) {
+		if len(st.inPlace) < burst {
+			st.inPlace = append(st.inPlace, g.moves[pod.UID])
+		}
+	}
 	return st, nil
 }
 

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -34,34 +36,55 @@ const (
 	EventFailedDelete     = appv1alpha1.ReasonFailedDelete
 )
 
-// scalePods creates and deletes pods so that spec.replicas live pods run the
-// update revision (partition of them the old one), within the update
-// strategy's bounds: see rolling_update.go for what one step does. It acts
-// only when every write of the previous reconcile has been observed in the
-// cache; otherwise the cache may still lack pods just created (or still hold
-// pods just deleted) and acting on it would overshoot, and not when the pod
-// cache check decided to hold the pods as they are.
-func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCache cacheVerdict) error {
+// scalePods creates, deletes and updates in place pods so that
+// spec.replicas live pods run the update revision (partition of them the old
+// one), within the update strategy's bounds: see rolling_update.go for what
+// one step does. It acts only when every write of the previous reconcile has
+// been observed in the cache; otherwise the cache may still lack pods just
+// created (or still hold pods just deleted, or show pods as they were before
+// a patch) and acting on it would overshoot, and not when the pod cache
+// check decided to hold the pods as they are. It returns how soon an
+// in-place update's grace period ends, when one waits for it.
+func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCache cacheVerdict) (time.Duration, error) {
 	if s.podSet.DeletionTimestamp != nil {
-		return nil
+		return 0, nil
 	}
 	// Deletes an earlier step sent in the background failed: reported and
 	// retried (after the backoff) as if that step had waited for them.
 	if err := s.record.background.TakeFailure(); err != nil {
 		s.outcome.Attempted = true
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
-		return err
+		return 0, err
 	}
-	if s.expectationsWait > 0 || podCache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() {
-		return nil
+	if s.expectationsWait > 0 || podCache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() ||
+		s.record.podPatches.behind(s.pods, time.Now()) {
+		return 0, nil
 	}
 	s.outcome.Attempted = true
 
 	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
 	if err != nil {
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
-		return err
+		return 0, err
 	}
+	// In-place updates change no pod count: they go beside the step's
+	// creations and deletions, and the expectations do not wait for them.
+	inPlaceWait, inPlaceErr := r.updatePodsInPlace(ctx, s, step.inPlace)
+	moving := map[types.UID]bool{}
+	for _, mv := range step.inPlace {
+		moving[mv.pod.UID] = true
+	}
+	if err := r.settleInPlaceGates(ctx, s, moving); err != nil {
+		inPlaceErr = kerrors.NewAggregate([]error{inPlaceErr, err})
+	}
+	if err := r.scale(ctx, s, step); err != nil {
+		return inPlaceWait, err
+	}
+	return inPlaceWait, inPlaceErr
+}
+
+// scale makes the step's creations and deletions.
+func (r *PodSetReconciler) scale(ctx context.Context, s *podSetScope, step step) error {
 	creations := step.createUpdated + step.createOld
 	if creations > 0 || len(step.victims) > 0 {
 		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.victims))

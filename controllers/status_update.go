@@ -68,7 +68,7 @@ func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	if rs.update != nil {
 		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
 	}
-	if in, _, _, err := rolloutInput(ps, rs, pods, now); err == nil {
+	if in, _, err := rolloutInput(ps, rs, pods, now); err == nil {
 		o.Rollout = &in
 	}
 	return o

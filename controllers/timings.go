@@ -33,6 +33,15 @@ const DefaultExpectationsTimeout = 5 * time.Minute
 
 // How long a PodSet waits for its own writes to show in the cache.
 
+// UnseenPodPatchMaxWait bounds how long a PodSet that patched pods for an
+// in-place update waits for the cache to show the patches before its next
+// step. They normally show within milliseconds; a lost event must not stop
+// the rollout, and a patch sent on a stale pod carries its resourceVersion,
+// which the API server then refuses.
+//
+// Used in in_place_updates.go.
+const UnseenPodPatchMaxWait = 30 * time.Second
+
 // UncertainCreationTimeout bounds the blind wait for a pod whose create
 // failed without saying whether the pod was made (the connection broke, the
 // request timed out). If it was made, its event comes with the next watch or

@@ -2,8 +2,10 @@ package consistency
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // What was read from the API server (a PodSet read while its watch was down,
@@ -43,4 +45,23 @@ func TestNewerVersion(t *testing.T) {
 	} {
 		NewWithT(t).Expect(NewerVersion(tc.a, tc.b)).To(Equal(tc.want), "%q newer than %q", tc.a, tc.b)
 	}
+}
+
+func TestUnseenWrites(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1000, 0)
+	var u UnseenWrites
+	g.Expect(u.Behind(nil, now, time.Minute)).To(BeFalse(), "nothing held")
+
+	u.Hold("a", "10", now)
+	u.Hold("b", "12", now)
+	g.Expect(u.Behind(map[types.UID]string{"a": "9", "b": "12"}, now, time.Minute)).To(BeTrue(), "a's write is not in the cache yet")
+	g.Expect(u.Behind(map[types.UID]string{"a": "11", "b": "12"}, now, time.Minute)).To(BeFalse(), "a later version shows the write")
+
+	u.Hold("a", "20", now)
+	g.Expect(u.Behind(map[types.UID]string{}, now, time.Minute)).To(BeFalse(), "an object gone from the cache waits for nothing")
+
+	u.Hold("a", "30", now)
+	g.Expect(u.Behind(map[types.UID]string{"a": "29"}, now.Add(59*time.Second), time.Minute)).To(BeTrue())
+	g.Expect(u.Behind(map[types.UID]string{"a": "29"}, now.Add(61*time.Second), time.Minute)).To(BeFalse(), "a lost event holds nothing past maxWait")
 }

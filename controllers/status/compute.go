@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
 )
@@ -82,7 +83,8 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		desired:  desired,
 		paused:   paused,
 		complete: in != nil && rollout.Complete(*in),
-		rolling:  in != nil && !in.Strategy.OnDelete && in.Updated.Live < wantUpdated(*in),
+		rolling:  in != nil && !in.Strategy.OnDelete && (in.Updated.Live < wantUpdated(*in) || in.UpdatedPending > 0),
+		stuck:    stuckInPlace(pods),
 		deadline: progressDeadline(ps),
 		now:      now,
 	}, ps.Generation, transition)
@@ -105,7 +107,9 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 		if !operand.IsLive(pod) {
 			continue
 		}
-		updated := updateHash != "" && pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash
+		// A pod updated in place runs the update revision once the
+		// kubelet has made the change.
+		updated := updateHash != "" && pod.Labels[appv1alpha1.LabelRevisionHash] == updateHash && !inplace.Pending(pod)
 		status.Replicas++
 		status.PodNames = append(status.PodNames, pod.Name)
 		if updated {
@@ -192,7 +196,10 @@ type progressFacts struct {
 	// complete: nothing is left to do (rollout.Complete).
 	complete bool
 	// rolling: fewer pods run the update revision than wanted.
-	rolling  bool
+	rolling bool
+	// stuck says why an in-place update does not come to an end, if one
+	// does not.
+	stuck    string
 	deadline time.Duration
 	now      time.Time
 }
@@ -223,13 +230,13 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	case status.LastProgressTime != nil && !f.now.Before(status.LastProgressTime.Add(f.deadline)):
 		c.Status, c.Reason = metav1.ConditionFalse, appv1alpha1.ReasonProgressDeadlineExceeded
 		c.Message = fmt.Sprintf("no progress for %s: %d of %d pods exist, %d updated, %d available",
-			f.deadline, status.Replicas, desired, status.UpdatedReplicas, status.AvailableReplicas)
+			f.deadline, status.Replicas, desired, status.UpdatedReplicas, status.AvailableReplicas) + f.stuckNote()
 	case status.Replicas < desired:
 		c.Reason = appv1alpha1.ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)
 	case f.rolling:
 		c.Reason = appv1alpha1.ReasonRollingUpdate
-		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
+		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision) + f.stuckNote()
 	case status.Replicas > desired:
 		c.Reason = appv1alpha1.ReasonScalingDown
 		c.Message = fmt.Sprintf("%d pods exist, %d wanted", status.Replicas, desired)
@@ -238,6 +245,28 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		c.Message = fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+func (f progressFacts) stuckNote() string {
+	if f.stuck == "" {
+		return ""
+	}
+	return "; in-place update stuck: " + f.stuck
+}
+
+// stuckInPlace is why the first pod (by name) whose in-place update does not
+// come to an end is stuck, or "".
+func stuckInPlace(pods []*corev1.Pod) string {
+	var first *corev1.Pod
+	for _, pod := range pods {
+		if operand.IsLive(pod) && inplace.Pending(pod) && inplace.Stuck(pod) != "" && (first == nil || pod.Name < first.Name) {
+			first = pod
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	return inplace.Stuck(first)
 }
 
 func setReplicaFailureCondition(status *appv1alpha1.PodSetStatus, outcome Outcome, generation int64, transition metav1.Time) {

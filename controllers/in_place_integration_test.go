@@ -1,0 +1,291 @@
+package controllers
+
+// Integration tests of in-place updates (podUpdatePolicy InPlaceIfPossible
+// and InPlaceOnly): admission, the readiness gate, and the steps' patches,
+// with a stand-in for the kubelet's side (startInPlaceKubelet). The real
+// kubelet's side is proven in test/e2e (the real-node suite).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
+	"github.com/example/podset-operator/controllers/inplace/inplacetest"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// inPlace sets the pod update policy, with one pod unavailable at a time.
+func inPlace(policy appv1alpha1.PodUpdatePolicy) func(*appv1alpha1.PodSet) {
+	return func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			PodUpdatePolicy: policy, MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+		}
+	}
+}
+
+func TestIntegrationInPlaceImageUpdateKeepsThePods(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 4
+	ps := createPodSet(t, ns, "inplace", replicas, inPlace(appv1alpha1.InPlaceIfPossiblePodUpdatePolicy))
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, replicas)
+
+	before := map[types.UID]string{}
+	for _, pod := range listLivePods(g, ps) {
+		g.Expect(pod.Spec.ReadinessGates).To(ConsistOf(corev1.PodReadinessGate{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}))
+		g.Expect(operand.InPlaceGateCondition(&pod).Status).To(Equal(corev1.ConditionTrue), "the operator puts a new pod in service")
+		before[pod.UID] = inplace.ContainerStatus(&pod).ContainerID
+	}
+
+	bounds := watchBounds(ctx, t, ns, ps.Name)
+	setImage(g, ps, "registry.example.com/web:2")
+	waitForRolledOut(g, ps, replicas)
+
+	st := getPodSet(g, ps).Status
+	for _, pod := range listLivePods(g, ps) {
+		g.Expect(before).To(HaveKey(pod.UID), "pod %s was replaced", pod.Name)
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
+		g.Expect(revision.Name(ps.Name, pod.Labels[appv1alpha1.LabelRevisionHash])).To(Equal(st.UpdateRevision))
+		cs := inplace.ContainerStatus(&pod)
+		g.Expect(cs.RestartCount).To(Equal(int32(1)), "the container restarted once, for its new image")
+		g.Expect(cs.ContainerID).NotTo(Equal(before[pod.UID]))
+		state, ok := inplace.StateOf(&pod)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(state).To(Equal(inplace.State{Revision: pod.Labels[appv1alpha1.LabelRevisionHash], Restart: true, ContainerID: before[pod.UID]}))
+		g.Expect(operand.InPlaceGateCondition(&pod).Status).To(Equal(corev1.ConditionTrue))
+	}
+	maxLive, minReady := bounds()
+	g.Expect(maxLive).To(Equal(replicas), "an in-place update uses no surge")
+	g.Expect(minReady).To(Equal(replicas-1), "one pod at a time was out of service (maxUnavailable 1), and one was")
+	g.Expect(eventReasons(g, ns, ps.Name)).To(ContainElement(EventUpdatedInPlace))
+	g.Expect(eventReasons(g, ns, ps.Name)).NotTo(ContainElement(EventSuccessfulDelete))
+
+	// A change that cannot be made in place replaces the pods.
+	patchSpec(g, ps, `{"spec":{"env":[{"name":"MODE","value":"b"}]}}`)
+	waitForRolledOut(g, ps, replicas)
+	for _, pod := range listLivePods(g, ps) {
+		g.Expect(before).NotTo(HaveKey(pod.UID), "pod %s was not replaced for an env change", pod.Name)
+		g.Expect(pod.Spec.ReadinessGates).NotTo(BeEmpty())
+	}
+}
+
+func TestIntegrationInPlaceResizeKeepsPodsInService(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "resize", 2, func(ps *appv1alpha1.PodSet) {
+		inPlace(appv1alpha1.InPlaceOnlyPodUpdatePolicy)(ps)
+		ps.Spec.Resources = inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "32Mi"}, nil)
+	})
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 2)
+	uids := podUIDs(listLivePods(g, ps))
+
+	bounds := watchBounds(ctx, t, ns, ps.Name)
+	patchSpec(g, ps, `{"spec":{"resources":{"requests":{"cpu":"200m","memory":"48Mi"}}}}`)
+	waitForRolledOut(g, ps, 2)
+	for _, pod := range listLivePods(g, ps) {
+		g.Expect(uids).To(ContainElement(pod.UID))
+		cs := inplace.ContainerStatus(&pod)
+		g.Expect(cs.RestartCount).To(BeZero(), "a resize with the NotRequired policy restarts nothing")
+		g.Expect(cs.Resources.Requests.Cpu().String()).To(Equal("200m"))
+		g.Expect(pod.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("48Mi"))
+	}
+	_, minReady := bounds()
+	g.Expect(minReady).To(Equal(2), "a resize that restarts nothing takes no pod out of service")
+}
+
+func TestIntegrationInPlaceUpdateStopsOnABadImage(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "badimage", 3, func(ps *appv1alpha1.PodSet) {
+		inPlace(appv1alpha1.InPlaceIfPossiblePodUpdatePolicy)(ps)
+		ps.Spec.ProgressDeadlineSeconds = ptr.To(int32(3))
+	})
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 3)
+
+	setImage(g, ps, "registry.example.com/missing:1")
+	updatedPods := func(g Gomega) int {
+		n := 0
+		for _, pod := range listLivePods(g, ps) {
+			if pod.Spec.Containers[0].Image == "registry.example.com/missing:1" {
+				n++
+			}
+		}
+		return n
+	}
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonProgressDeadlineExceeded))
+		g.Expect(c.Message).To(ContainSubstring("in-place update stuck"))
+		g.Expect(c.Message).To(ContainSubstring("ImagePullBackOff"))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(updatedPods(g)).To(Equal(1), "the rollout goes no further than maxUnavailable")
+		g.Expect(getPodSet(g, ps).Status.AvailableReplicas).To(Equal(int32(2)))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	// Rolling back moves the stuck pod back, in place.
+	uids := podUIDs(listLivePods(g, ps))
+	setImage(g, ps, "registry.example.com/web:1")
+	waitForRolledOut(g, ps, 3)
+	g.Expect(podUIDs(listLivePods(g, ps))).To(ConsistOf(uids))
+}
+
+// Admission under InPlaceOnly refuses exactly the changes inplace.Classify
+// says cannot be made in place, and names the field; InPlaceIfPossible
+// takes them all.
+func TestIntegrationInPlaceOnlyRefusesWhatCannotBeDoneInPlace(t *testing.T) {
+	requireEnvtest(t)
+	ns := newTestNamespace(t, nil)
+	for i, tc := range inplacetest.ClassifyCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			for _, policy := range []appv1alpha1.PodUpdatePolicy{appv1alpha1.InPlaceOnlyPodUpdatePolicy, appv1alpha1.InPlaceIfPossiblePodUpdatePolicy} {
+				g := NewWithT(t)
+				ps := createPodSet(t, ns, fmt.Sprintf("admit-%d-%s", i, strings.ToLower(string(policy))), 0, func(ps *appv1alpha1.PodSet) {
+					ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: policy}
+					setTemplate(ps, tc.From)
+				})
+				stored := getPodSet(g, ps)
+				updated := stored.DeepCopy()
+				setTemplate(updated, tc.To)
+				err := k8sClient.Patch(context.Background(), updated, client.MergeFrom(stored))
+				if tc.Want.InPlace() || policy == appv1alpha1.InPlaceIfPossiblePodUpdatePolicy {
+					g.Expect(err).NotTo(HaveOccurred(), string(policy))
+					continue
+				}
+				g.Expect(err).To(HaveOccurred())
+				field := regexp.MustCompile(`^spec\.[a-zA-Z]+`).FindString(tc.Want.NotInPlace)
+				g.Expect(err.Error()).To(MatchRegexp(`(^|[ "[])`+regexp.QuoteMeta(field)+`: `), "the error names %s", field)
+				g.Expect(err.Error()).To(ContainSubstring("InPlaceOnly"))
+			}
+		})
+	}
+}
+
+// setTemplate sets the pod template fields of ps's spec to t's.
+func setTemplate(ps *appv1alpha1.PodSet, t revision.Template) {
+	ps.Spec.Image, ps.Spec.Command, ps.Spec.Args, ps.Spec.Env = t.Image, t.Command, t.Args, t.Env
+	ps.Spec.Resources, ps.Spec.PodAnnotations, ps.Spec.ResizePolicy = t.Resources, t.PodAnnotations, t.ResizePolicy
+}
+
+func podUIDs(pods []corev1.Pod) []types.UID {
+	var uids []types.UID
+	for _, pod := range pods {
+		uids = append(uids, pod.UID)
+	}
+	return uids
+}
+
+// startInPlaceKubelet stands in for the kubelet of ns's pods, as far as
+// in-place updates see it: a container runs the pod's image (a new
+// container, one more restart, when the image changed; waiting in
+// ImagePullBackOff for an image named "missing"), reports the spec's
+// resources, and the pod is Ready once its container is and every
+// readiness gate's condition is True. Conditions others set are kept, and
+// the generation it acted on is reported.
+func startInPlaceKubelet(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	go func() {
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
+				for i := range list.Items {
+					if pod := &list.Items[i]; operand.IsLive(pod) {
+						if next, changed := kubeletStatus(pod); changed {
+							pod.Status = next
+							_ = k8sClient.Status().Update(ctx, pod)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
+	st := *pod.Status.DeepCopy()
+	spec := pod.Spec.Containers[0]
+	st.Phase = corev1.PodRunning
+	st.ObservedGeneration = pod.Generation
+	var cs corev1.ContainerStatus
+	if len(st.ContainerStatuses) > 0 {
+		cs = st.ContainerStatuses[0]
+	}
+	if cs.Image != spec.Image {
+		if cs.Image != "" {
+			cs.RestartCount++
+		}
+		cs = corev1.ContainerStatus{
+			Name: spec.Name, Image: spec.Image, RestartCount: cs.RestartCount,
+			ContainerID: fmt.Sprintf("fake://%s-%d", pod.UID, cs.RestartCount),
+		}
+		if strings.Contains(spec.Image, "missing") {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image " + spec.Image}
+		} else {
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+			cs.Ready, cs.Started = true, ptr.To(true)
+		}
+	}
+	cs.Resources = spec.Resources.DeepCopy()
+	ready := cs.Ready
+	for _, gate := range pod.Spec.ReadinessGates {
+		found := false
+		for _, c := range st.Conditions {
+			found = found || (c.Type == gate.ConditionType && c.Status == corev1.ConditionTrue)
+		}
+		ready = ready && found
+	}
+	readyStatus := corev1.ConditionFalse
+	if ready {
+		readyStatus = corev1.ConditionTrue
+	}
+	var conditions []corev1.PodCondition
+	for _, c := range st.Conditions {
+		if c.Type != corev1.PodReady {
+			conditions = append(conditions, c)
+		}
+	}
+	prev := operand.ReadyCondition(pod)
+	readyCond := corev1.PodCondition{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}
+	if prev != nil && prev.Status == readyStatus {
+		readyCond.LastTransitionTime = prev.LastTransitionTime
+	}
+	st.Conditions = append(conditions, readyCond)
+	st.ContainerStatuses = []corev1.ContainerStatus{cs}
+	was, _ := json.Marshal(pod.Status)
+	is, _ := json.Marshal(st)
+	return st, string(was) != string(is)
+}

@@ -1,0 +1,223 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/inplace"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// EventUpdatedInPlace is the event reason of pods updated in place.
+const EventUpdatedInPlace = "UpdatedInPlace"
+
+// inPlaceMove is an old pod that can take the update revision in place,
+// and what that takes.
+type inPlaceMove struct {
+	pod    *corev1.Pod
+	from   revision.Template
+	change inplace.Change
+}
+
+// inPlaceMoves are, for a PodSet that updates its pods in place, the old
+// pods that can take the update revision as they are, by UID: those that
+// carry the in-place readiness gate and whose revision's template differs
+// from the update revision's only in what changes in place. A pod without
+// the gate (made by operator 0.2.0, or before the policy was set) or of an
+// unknown revision is replaced, or under InPlaceOnly left as it is.
+func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*corev1.Pod) map[types.UID]inPlaceMove {
+	if !operand.InPlaceUpdates(ps) || rs.update == nil {
+		return nil
+	}
+	moves := map[types.UID]inPlaceMove{}
+	for _, pod := range old {
+		if !operand.HasInPlaceGate(pod) {
+			continue
+		}
+		from, ok := rs.template(pod.Labels[appv1alpha1.LabelRevisionHash])
+		if !ok {
+			continue
+		}
+		if c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage); c.InPlace() {
+			moves[pod.UID] = inPlaceMove{pod: pod, from: from, change: c}
+		}
+	}
+	return moves
+}
+
+// updatePodsInPlace moves the step's pods to the update revision in place,
+// each as far as it can go now, in parallel under the pod write slots. It
+// returns how soon a pod's grace period ends, when one has not.
+func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope, moves []inPlaceMove) (time.Duration, error) {
+	if len(moves) == 0 {
+		return 0, nil
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		wait    time.Duration
+		updated int
+		errs    []error
+	)
+	for _, mv := range moves {
+		if err := r.podWriteSlots.Take(ctx); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		wg.Go(func() {
+			defer r.podWriteSlots.Give()
+			w, err := r.updatePodInPlace(ctx, s, mv)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && w == 0:
+				updated++
+			case err == nil:
+				wait = earliest(wait, w)
+			case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+				// The pod changed or went since the cache showed it:
+				// its event brings the next decision.
+			default:
+				errs = append(errs, fmt.Errorf("updating pod %s in place: %w", mv.pod.Name, err))
+			}
+		})
+	}
+	wg.Wait()
+	if updated > 0 {
+		logf.FromContext(ctx).V(1).Info("updated pods in place", "count", updated)
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventUpdatedInPlace, "Update", "Updated %d pods in place to revision %s", updated, s.revisions.update.Name)
+	}
+	return wait, kerrors.NewAggregate(errs)
+}
+
+// updatePodInPlace takes one pod as far towards the update revision as it
+// can go now. Each write is one the next reconcile can repeat, so an
+// operator stopped between two of them resumes where it was:
+//
+//  1. a change that restarts the container first takes the pod out of
+//     service (the gate's condition False) and, when gracePeriodSeconds is
+//     set, waits that long for the endpoints to drop it;
+//  2. a resize goes through pods/resize;
+//  3. one patch sets the image, the annotations, the revision label and the
+//     update's state: from then on the pod is the update revision's, and
+//     the kubelet's report says when it is done (settleInPlaceGates).
+func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv inPlaceMove) (time.Duration, error) {
+	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
+	if mv.change.Restarts() {
+		gate := operand.InPlaceGateCondition(pod)
+		since := now
+		if gate != nil && gate.Status == corev1.ConditionFalse && gate.Reason == appv1alpha1.ReasonInPlaceUpdating {
+			since = gate.LastTransitionTime.Time
+		} else if err := r.patchPod(ctx, s, pod, "status", inplace.GatePatch(pod, corev1.ConditionFalse, appv1alpha1.ReasonInPlaceUpdating,
+			"updating in place to revision "+rs.update.Name, now)); err != nil {
+			return 0, err
+		}
+		if left := since.Add(inPlaceGracePeriod(s.podSet)).Sub(now); left > 0 {
+			return left, nil
+		}
+	}
+	want := inplace.ComputeResources(operand.Container(rs.updateTemplate, rs.defaultImage).Resources)
+	if mv.change.Resources {
+		if err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatch(rs.updateTemplate, rs.defaultImage)); err != nil {
+			return 0, err
+		}
+	}
+	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
+	if st.Restart {
+		if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+			st.ContainerID = cs.ContainerID
+		}
+	}
+	if st.Resize {
+		st.Resources = &want
+	}
+	return 0, r.patchPod(ctx, s, pod, "", inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage))
+}
+
+// inPlaceGracePeriod is spec.updateStrategy.rollingUpdate.inPlace.gracePeriodSeconds.
+func inPlaceGracePeriod(ps *appv1alpha1.PodSet) time.Duration {
+	if ru := ps.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.InPlace != nil {
+		return time.Duration(ru.InPlace.GracePeriodSeconds) * time.Second
+	}
+	return 0
+}
+
+// patchPod sends one patch of an in-place update and holds the PodSet's
+// next decision until the cache shows it.
+func (r *PodSetReconciler) patchPod(ctx context.Context, s *podSetScope, pod *corev1.Pod, subresource string, patch []byte) error {
+	if err := r.podControl().PatchPod(ctx, pod, subresource, patch); err != nil {
+		return err
+	}
+	s.record.podPatches.hold(pod.UID, pod.ResourceVersion, time.Now())
+	return nil
+}
+
+// settleInPlaceGates puts back in service the pods whose gate condition is
+// not True and that no in-place update holds out of it: pods just created
+// (a gate's condition cannot be set at creation), pods whose update the
+// kubelet has finished, and pods that waited for a grace period the step
+// no longer moves (the rollout was paused, say). The step's moves (moving)
+// are left to it.
+func (r *PodSetReconciler) settleInPlaceGates(ctx context.Context, s *podSetScope, moving map[types.UID]bool) error {
+	var errs []error
+	now := time.Now()
+	for _, pod := range s.pods {
+		if !operand.IsLive(pod) || !operand.HasInPlaceGate(pod) || moving[pod.UID] || inplace.Pending(pod) {
+			continue
+		}
+		if gate := operand.InPlaceGateCondition(pod); gate != nil && gate.Status == corev1.ConditionTrue {
+			continue
+		}
+		settled := pod.DeepCopy()
+		err := r.patchPod(ctx, s, settled, "status", inplace.GatePatch(settled, corev1.ConditionTrue, appv1alpha1.ReasonInPlaceUpdateReady, "", now))
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("putting pod %s back in service: %w", pod.Name, err))
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// earliest is the sooner of two waits, 0 being none.
+func earliest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// unseenPodPatches are the in-place updates' pod patches until the cache
+// shows them: until then the cache would show a pod moved (or taken out of
+// service) as it was, and the next step would count it available again
+// and move another in its place.
+type unseenPodPatches struct {
+	mu     sync.Mutex
+	writes consistency.UnseenWrites
+}
+
+func (u *unseenPodPatches) hold(uid types.UID, resourceVersion string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.writes.Hold(uid, resourceVersion, now)
+}
+
+// behind reports whether the cached pods still lack a patch.
+func (u *unseenPodPatches) behind(pods []*corev1.Pod, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	cached := make(map[types.UID]string, len(pods))
+	for _, pod := range pods {
+		cached[pod.UID] = pod.ResourceVersion
+	}
+	return u.writes.Behind(cached, now, UnseenPodPatchMaxWait)
+}
