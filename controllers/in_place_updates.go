@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -108,13 +109,23 @@ func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope
 //  1. a change that restarts the container first takes the pod out of
 //     service (the gate's condition False) and, when gracePeriodSeconds is
 //     set, waits that long for the endpoints to drop it;
-//  2. a resize goes through pods/resize;
-//  3. one patch sets the image, the annotations, the revision label and the
-//     update's state: from then on the pod is the update revision's, and
-//     the kubelet's report says when it is done (settleInPlaceGates).
+//  2. one patch sets the image, the annotations, the revision label and the
+//     update's state, which records the container as it was before any
+//     restart: from then on the pod is the update revision's, and the
+//     kubelet's report says when it is done (finishInPlaceUpdates);
+//  3. a resize goes through pods/resize, after the state that awaits it,
+//     and is sent again while the kubelet shows neither it nor a resize
+//     under way (finishInPlaceUpdates), so that one lost in between is not
+//     waited for forever.
 func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv inPlaceMove) (time.Duration, error) {
 	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
-	if mv.change.Restarts() {
+	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
+	if st.Restart {
+		// The container the kubelet runs now, before any write of this
+		// update can restart it.
+		if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+			st.ContainerID = cs.ContainerID
+		}
 		gate := operand.InPlaceGateCondition(pod)
 		since := now
 		if gate != nil && gate.Status == corev1.ConditionFalse && gate.Reason == appv1alpha1.ReasonInPlaceUpdating {
@@ -127,22 +138,28 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 			return left, nil
 		}
 	}
-	want := inplace.ComputeResources(operand.Container(rs.updateTemplate, rs.defaultImage).Resources)
-	if mv.change.Resources {
-		if err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatch(rs.updateTemplate, rs.defaultImage)); err != nil {
-			return 0, err
-		}
-	}
-	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
-	if st.Restart {
-		if cs := inplace.ContainerStatus(mv.pod); cs != nil {
-			st.ContainerID = cs.ContainerID
-		}
-	}
 	if st.Resize {
+		want := inplace.WantedResources(rs.updateTemplate, rs.defaultImage)
 		st.Resources = &want
 	}
-	return 0, r.patchPod(ctx, s, pod, "", inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage))
+	if err := r.patchPod(ctx, s, pod, "", inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage)); err != nil {
+		return 0, err
+	}
+	if st.Resize {
+		return 0, r.resize(ctx, s, pod, *st.Resources)
+	}
+	return 0, nil
+}
+
+// resize sends a pod's resize. A cluster that does not serve pods/resize
+// (before Kubernetes 1.33) answers NotFound without naming the pod.
+func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *corev1.Pod, want corev1.ResourceRequirements) error {
+	err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatch(want))
+	var status apierrors.APIStatus
+	if apierrors.IsNotFound(err) && errors.As(err, &status) && (status.Status().Details == nil || status.Status().Details.Name == "") {
+		return fmt.Errorf("resizing pod %s: the API server does not serve pods/resize (Kubernetes 1.33 or later does): %w", pod.Name, err)
+	}
+	return err
 }
 
 // inPlaceGracePeriod is spec.updateStrategy.rollingUpdate.inPlace.gracePeriodSeconds.
@@ -163,17 +180,28 @@ func (r *PodSetReconciler) patchPod(ctx context.Context, s *podSetScope, pod *co
 	return nil
 }
 
-// settleInPlaceGates puts back in service the pods whose gate condition is
-// not True and that no in-place update holds out of it: pods just created
-// (a gate's condition cannot be set at creation), pods whose update the
-// kubelet has finished, and pods that waited for a grace period the step
-// no longer moves (the rollout was paused, say). The step's moves (moving)
-// are left to it.
-func (r *PodSetReconciler) settleInPlaceGates(ctx context.Context, s *podSetScope, moving map[types.UID]bool) error {
+// finishInPlaceUpdates does what is left of in-place updates once their
+// patch is in: it sends again a resize the kubelet shows neither done nor
+// under way (one lost when the operator stopped right after its update
+// patch), and it puts back in service the pods whose gate condition is not
+// True and that no in-place update holds out of it: pods just created (a
+// gate's condition cannot be set at creation), pods whose update the
+// kubelet has finished, and pods that waited for a grace period the step no
+// longer moves (the rollout was paused, say). The step's moves (moving) are
+// left to it.
+func (r *PodSetReconciler) finishInPlaceUpdates(ctx context.Context, s *podSetScope, moving map[types.UID]bool) error {
 	var errs []error
 	now := time.Now()
 	for _, pod := range s.pods {
-		if !operand.IsLive(pod) || !operand.HasInPlaceGate(pod) || moving[pod.UID] || inplace.Pending(pod) {
+		if !operand.IsLive(pod) || !operand.HasInPlaceGate(pod) || moving[pod.UID] {
+			continue
+		}
+		if inplace.Pending(pod) {
+			if st, _ := inplace.StateOf(pod); inplace.ResizeLost(pod, st) {
+				if err := r.resize(ctx, s, pod.DeepCopy(), *st.Resources); err != nil && !apierrors.IsConflict(err) {
+					errs = append(errs, err)
+				}
+			}
 			continue
 		}
 		if gate := operand.InPlaceGateCondition(pod); gate != nil && gate.Status == corev1.ConditionTrue {

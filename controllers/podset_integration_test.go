@@ -312,6 +312,20 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		{"negative maxSurge", func(p *appv1alpha1.PodSet) {
 			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(-1))}
 		}, "spec.updateStrategy.rollingUpdate.maxSurge"},
+		{"maxUnavailable 0 under InPlaceOnly", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+				PodUpdatePolicy: appv1alpha1.InPlaceOnlyPodUpdatePolicy, MaxUnavailable: ptr.To(intstr.FromString("0%")), MaxSurge: ptr.To(intstr.FromInt32(1)),
+			}
+		}, "spec.updateStrategy.rollingUpdate.maxUnavailable"},
+		{"unknown pod update policy", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: "InPlace"}
+		}, "spec.updateStrategy.rollingUpdate.podUpdatePolicy"},
+		{"negative in-place grace period", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{InPlace: &appv1alpha1.InPlaceUpdate{GracePeriodSeconds: -1}}
+		}, "spec.updateStrategy.rollingUpdate.inPlace.gracePeriodSeconds"},
+		{"resize policy of another resource", func(p *appv1alpha1.PodSet) {
+			p.Spec.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "ephemeral-storage", RestartPolicy: corev1.NotRequired}}
+		}, "spec.resizePolicy"},
 		{"negative partition", func(p *appv1alpha1.PodSet) {
 			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{Partition: ptr.To(int32(-1))}
 		}, "spec.updateStrategy.rollingUpdate.partition"},

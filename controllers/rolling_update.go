@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
@@ -44,8 +46,15 @@ func strategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
 	if err != nil {
 		return s, fmt.Errorf("spec.updateStrategy.rollingUpdate: %w", err)
 	}
-	s.InPlaceOnly = operand.InPlaceUpdates(ps) && ru.PodUpdatePolicy == appv1alpha1.InPlaceOnlyPodUpdatePolicy
+	if operand.InPlaceUpdates(ps) {
+		s = s.InPlace(ru.PodUpdatePolicy == appv1alpha1.InPlaceOnlyPodUpdatePolicy, explicitZero(ru.MaxUnavailable), int(ps.DesiredReplicas()))
+	}
 	return s, nil
+}
+
+// explicitZero reports whether v is 0 or 0%, as written.
+func explicitZero(v *intstr.IntOrString) bool {
+	return v != nil && ((v.Type == intstr.Int && v.IntVal == 0) || (v.Type == intstr.String && strings.TrimLeft(strings.TrimSuffix(v.StrVal, "%"), "0") == ""))
 }
 
 // podGroups are the live pods of the update revision and of older ones,

@@ -74,8 +74,11 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCac
 	for _, mv := range step.inPlace {
 		moving[mv.pod.UID] = true
 	}
-	if err := r.settleInPlaceGates(ctx, s, moving); err != nil {
+	if err := r.finishInPlaceUpdates(ctx, s, moving); err != nil {
 		inPlaceErr = kerrors.NewAggregate([]error{inPlaceErr, err})
+	}
+	if inPlaceErr != nil && !errors.Is(inPlaceErr, leaderfence.ErrFenced) {
+		s.outcome.Err, s.outcome.FailureReason = inPlaceErr, appv1alpha1.ReasonFailedUpdate
 	}
 	if err := r.scale(ctx, s, step); err != nil {
 		return inPlaceWait, err

@@ -16,8 +16,9 @@ const (
 	// NewRevisionAvailable), Unknown while the rollout is paused, and False
 	// when no progress was made for spec.progressDeadlineSeconds.
 	ConditionProgressing = "Progressing"
-	// ConditionReplicaFailure is True when the last attempt to create or
-	// delete pods failed; its message carries the API server's error.
+	// ConditionReplicaFailure is True when the last attempt to create,
+	// delete or update in place pods failed; its message carries the API
+	// server's error.
 	ConditionReplicaFailure = "ReplicaFailure"
 )
 
@@ -170,6 +171,7 @@ type UpdateStrategy struct {
 }
 
 // RollingUpdate tunes a rolling update.
+// +kubebuilder:validation:XValidation:rule="!has(self.podUpdatePolicy) || self.podUpdatePolicy != 'InPlaceOnly' || !has(self.maxUnavailable) || !string(self.maxUnavailable).matches('^0+%?$')",message="maxUnavailable must not be 0 under podUpdatePolicy InPlaceOnly: no pod could ever be updated",fieldPath=".maxUnavailable"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxSurge) || !has(self.maxUnavailable) || !(string(self.maxSurge).matches('^0+%?$') && string(self.maxUnavailable).matches('^0+%?$'))",message="maxSurge and maxUnavailable must not both be 0: the rollout could never replace a pod"
 type RollingUpdate struct {
 	// maxUnavailable is how many pods (a number, or a percentage of

@@ -50,6 +50,8 @@ const (
 	// ReplicaFailure.
 	ReasonFailedCreate = "FailedCreate"
 	ReasonFailedDelete = "FailedDelete"
+	// ReasonFailedUpdate: an in-place update of a pod was refused.
+	ReasonFailedUpdate = "FailedUpdate"
 	ReasonNoFailure    = "NoFailure"
 )
 

@@ -65,6 +65,7 @@ func (c Change) None() bool { return c == Change{} }
 func Classify(from, to revision.Template, defaultImage string) Change {
 	var c Change
 	a, b := operand.Container(from, defaultImage), operand.Container(to, defaultImage)
+	a.Resources, b.Resources = DefaultedResources(a.Resources), DefaultedResources(b.Resources)
 	switch {
 	case !slices.Equal(a.Command, b.Command):
 		if slices.Equal(from.Command, to.Command) {
@@ -76,9 +77,9 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 		}
 	case !slices.Equal(a.Args, b.Args):
 		c.NotInPlace = "spec.args"
-	case !equality.Semantic.DeepEqual(a.Env, b.Env):
+	case !sameByKey(a.Env, b.Env, func(e corev1.EnvVar) string { return e.Name }):
 		c.NotInPlace = "spec.env"
-	case !equality.Semantic.DeepEqual(a.ResizePolicy, b.ResizePolicy):
+	case !sameByKey(a.ResizePolicy, b.ResizePolicy, func(p corev1.ContainerResizePolicy) string { return string(p.ResourceName) }):
 		c.NotInPlace = "spec.resizePolicy"
 	case from.PodAnnotations[appv1alpha1.AnnotationRestartedAt] != to.PodAnnotations[appv1alpha1.AnnotationRestartedAt]:
 		c.NotInPlace = "spec.podAnnotations[" + appv1alpha1.AnnotationRestartedAt + "]: it asks for new pods"
@@ -97,6 +98,46 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 		c.ResizeRestarts = resizeRestarts(a.Resources, b.Resources, b.ResizePolicy)
 	}
 	return c
+}
+
+// sameByKey reports whether two lists hold the same items, in any order.
+// env and resizePolicy are lists keyed by name (listType=map), whose order the
+// API server does not hold to either: its CEL rules compare such lists
+// without it, and so does this, so that admission under InPlaceOnly and the
+// controller agree. A change of order only is made in place as no change at
+// all (the running container keeps its order).
+func sameByKey[T any](a, b []T, key func(T) string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	byKey := make(map[string]T, len(a))
+	for _, x := range a {
+		byKey[key(x)] = x
+	}
+	for _, y := range b {
+		if x, ok := byKey[key(y)]; !ok || !equality.Semantic.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// DefaultedResources is r as the API server stores it in a pod: a resource
+// limited but not requested is requested at its limit. A resize must send
+// those requests (a patch that names only the limits keeps the stored
+// requests, and could change the QoS class), and the rules of a resize hold
+// for them.
+func DefaultedResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	out := corev1.ResourceRequirements{Requests: r.Requests.DeepCopy(), Limits: r.Limits.DeepCopy()}
+	for name, q := range r.Limits {
+		if _, ok := out.Requests[name]; !ok {
+			if out.Requests == nil {
+				out.Requests = corev1.ResourceList{}
+			}
+			out.Requests[name] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 // resizeRefusal says why the API server would refuse to resize a container

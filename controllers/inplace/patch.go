@@ -52,18 +52,23 @@ func UpdatePatch(pod *corev1.Pod, from, to revision.Template, toHash string, st 
 }
 
 // ResizePatch is the pods/resize patch that gives the container the cpu and
-// memory of template to. Requests and limits it does not name stay as they
-// are.
-func ResizePatch(to revision.Template, defaultImage string) []byte {
-	r := ComputeResources(operand.Container(to, defaultImage).Resources)
+// memory r (WantedResources). Requests and limits it does not name stay as
+// they are.
+func ResizePatch(r corev1.ResourceRequirements) []byte {
 	return mustJSON(map[string]any{"spec": map[string]any{"containers": []map[string]any{{
 		"name":      operand.ContainerName,
 		"resources": r,
 	}}}})
 }
 
-// ComputeResources is the cpu and memory part of r, which a resize changes.
-func ComputeResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+// WantedResources are the cpu and memory requests and limits the container
+// of template to's pods has, as the API server stores them.
+func WantedResources(to revision.Template, defaultImage string) corev1.ResourceRequirements {
+	return computeResources(DefaultedResources(operand.Container(to, defaultImage).Resources))
+}
+
+// computeResources is the cpu and memory part of r, which a resize changes.
+func computeResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
 	pick := func(l corev1.ResourceList) corev1.ResourceList {
 		out := corev1.ResourceList{}
 		maps.Copy(out, l)

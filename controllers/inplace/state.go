@@ -99,6 +99,23 @@ func Done(pod *corev1.Pod, st State) bool {
 	return true
 }
 
+// ResizeLost reports whether the resize st awaits shows nowhere in the
+// kubelet's report: the container's resources are not yet those asked for,
+// and no resize is pending or under way. Either the resize was never sent,
+// or the kubelet has not seen it yet; sending it again is harmless.
+func ResizeLost(pod *corev1.Pod, st State) bool {
+	if !st.Resize || st.Resources == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	cs := ContainerStatus(pod)
+	return cs == nil || cs.Resources == nil || !covers(cs.Resources.Requests, st.Resources.Requests) || !covers(cs.Resources.Limits, st.Resources.Limits)
+}
+
 // covers reports whether have holds every quantity of want.
 func covers(have, want corev1.ResourceList) bool {
 	for name, q := range want {

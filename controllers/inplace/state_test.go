@@ -121,11 +121,19 @@ func TestPatches(t *testing.T) {
 	g.Expect(update).NotTo(HaveKey("spec"), "no new image: the spec is left alone")
 
 	var resize map[string]any
-	g.Expect(json.Unmarshal(inplace.ResizePatch(to, "default"), &resize)).To(Succeed())
+	g.Expect(json.Unmarshal(inplace.ResizePatch(inplace.WantedResources(to, "default")), &resize)).To(Succeed())
 	g.Expect(resize).To(Equal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
 		"name":      operand.ContainerName,
 		"resources": map[string]any{"requests": map[string]any{"cpu": "200m"}},
 	}}}}), "ephemeral-storage is not part of a resize")
+
+	resize = nil
+	limitsOnly := revision.Template{Resources: &appv1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	g.Expect(json.Unmarshal(inplace.ResizePatch(inplace.WantedResources(limitsOnly, "default")), &resize)).To(Succeed())
+	g.Expect(resize).To(Equal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+		"name":      operand.ContainerName,
+		"resources": map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "2"}},
+	}}}}), "a limit without a request is requested at the limit, as the API server stores it")
 
 	var gate map[string]any
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
@@ -145,4 +153,18 @@ func inplacetestRes() *appv1alpha1.Resources {
 		corev1.ResourceCPU:              resource.MustParse("200m"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"),
 	}}
+}
+
+func TestResizeLost(t *testing.T) {
+	g := NewWithT(t)
+	want := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}
+	st := inplace.State{Revision: "new", Resize: true, Resources: want}
+	old := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
+	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: old}, 2), st)).To(BeTrue(), "the kubelet shows neither the resize nor one under way")
+	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: old}, 2,
+		corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}), st)).To(BeFalse(), "under way")
+	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: old}, 2,
+		corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred}), st)).To(BeFalse(), "pending")
+	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: want}, 2), st)).To(BeFalse(), "done")
+	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: old}, 2), inplace.State{Revision: "new"})).To(BeFalse(), "no resize awaited")
 }

@@ -84,6 +84,21 @@ func Resolve(replicas int, onDelete, paused bool, maxSurge, maxUnavailable *ints
 	}, nil
 }
 
+// InPlace applies an in-place pod update policy to a strategy resolved for
+// replicas pods (only: InPlaceOnly). In-place moves need room below
+// replicas - maxUnavailable, so a maxUnavailable that only rounding brought
+// to 0 (the default 25% of three pods) becomes 1, as the Deployment makes it
+// 1 when both bounds come to 0. One set to 0 explicitly (zeroAsked) stays:
+// InPlaceIfPossible then replaces pods with surge, as ReCreate does (the
+// API refuses it with InPlaceOnly, which could never move a pod).
+func (s Strategy) InPlace(only, zeroAsked bool, replicas int) Strategy {
+	s.InPlaceOnly = only
+	if s.MaxUnavailable == 0 && !zeroAsked && replicas > 0 {
+		s.MaxUnavailable = 1
+	}
+	return s
+}
+
 // Group is what one revision group (the update revision, or every older
 // one) has: live pods, and how many of them are available.
 type Group struct {

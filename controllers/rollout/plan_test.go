@@ -364,3 +364,15 @@ func TestComplete(t *testing.T) {
 		})
 	}
 }
+
+func TestInPlaceResolvesARoundedZeroToOne(t *testing.T) {
+	g := NewWithT(t)
+	s, err := Resolve(3, false, false, nil, nil, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.MaxUnavailable).To(BeZero(), "25% of 3 rounds down")
+	g.Expect(s.InPlace(true, false, 3).MaxUnavailable).To(Equal(1))
+	g.Expect(s.InPlace(false, true, 3).MaxUnavailable).To(BeZero(), "0 asked for stays 0")
+	g.Expect(s.InPlace(true, false, 3).InPlaceOnly).To(BeTrue())
+	g.Expect(Step(Input{Replicas: 3, Strategy: s.InPlace(true, false, 3), Old: Group{3, 3}, OldInPlace: Group{3, 3}})).
+		To(Equal(Plan{UpdateInPlace: Deletions{Available: 1}}), "InPlaceOnly with the default bounds on three pods moves one")
+}

@@ -85,6 +85,7 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		complete: in != nil && rollout.Complete(*in),
 		rolling:  in != nil && !in.Strategy.OnDelete && (in.Updated.Live < wantUpdated(*in) || in.UpdatedPending > 0),
 		stuck:    stuckInPlace(pods),
+		kept:     keptOld(in),
 		deadline: progressDeadline(ps),
 		now:      now,
 	}, ps.Generation, transition)
@@ -199,7 +200,10 @@ type progressFacts struct {
 	rolling bool
 	// stuck says why an in-place update does not come to an end, if one
 	// does not.
-	stuck    string
+	stuck string
+	// kept is how many old pods InPlaceOnly keeps because they cannot be
+	// updated in place.
+	kept     int
 	deadline time.Duration
 	now      time.Time
 }
@@ -248,10 +252,24 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 }
 
 func (f progressFacts) stuckNote() string {
-	if f.stuck == "" {
-		return ""
+	var note string
+	if f.stuck != "" {
+		note = "; in-place update stuck: " + f.stuck
 	}
-	return "; in-place update stuck: " + f.stuck
+	if f.kept > 0 {
+		note += fmt.Sprintf("; %d pods cannot be updated in place (made without the in-place readiness gate, or their template differs in more than image, cpu, memory and annotations) and are kept under InPlaceOnly: delete them to replace them", f.kept)
+	}
+	return note
+}
+
+// keptOld is how many old pods above the partition InPlaceOnly keeps
+// because they cannot be updated in place.
+func keptOld(in *rollout.Input) int {
+	if in == nil || !in.Strategy.InPlaceOnly || in.Strategy.OnDelete {
+		return 0
+	}
+	_, wantOld := rollout.Targets(*in)
+	return max(min(in.Old.Live-in.OldInPlace.Live, in.Old.Live-wantOld), 0)
 }
 
 // stuckInPlace is why the first pod (by name) whose in-place update does not

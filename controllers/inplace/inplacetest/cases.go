@@ -53,6 +53,18 @@ var ClassifyCases = []struct {
 	{"args", revision.Template{Args: []string{"a"}}, revision.Template{}, inplace.Change{NotInPlace: "spec.args"}},
 	{"env", revision.Template{}, revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: "1"}}}, inplace.Change{NotInPlace: "spec.env"}},
 	{
+		"env in another order: the same variables, as the API server compares them",
+		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}},
+		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}}},
+		inplace.Change{},
+	},
+	{
+		"limits only, raised: the requests the API server filled in follow, and Guaranteed stays",
+		revision.Template{Resources: Res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
+		revision.Template{Resources: Res(nil, map[corev1.ResourceName]string{cpu: "2", memory: "1Gi"})},
+		inplace.Change{Resources: true},
+	},
+	{
 		"resizePolicy", revision.Template{},
 		revision.Template{ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: cpu, RestartPolicy: corev1.RestartContainer}}},
 		inplace.Change{NotInPlace: "spec.resizePolicy"},
