@@ -398,12 +398,15 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
 
 .PHONY: test-real-node
+# REAL_NODE_RUN picks the real-node suite's tests (go test -run), for example
+# REAL_NODE_RUN=TestRealNode/InPlace.
+REAL_NODE_RUN ?= TestRealNode
 test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
-	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run TestRealNode ./test/e2e/
+	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run '$(REAL_NODE_RUN)' ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
 
@@ -432,6 +435,12 @@ bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods 
 	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -rollout-shapes "" \
 	    -rss -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
 	done
+
+.PHONY: bench-inplace
+INPLACE_PODS ?= 30
+bench-inplace: cluster-tools real-node-tools build ## On one real node (needs root): roll INPLACE_PODS pods to a new image as a PodSet in place, a PodSet with ReCreate and a Deployment, BENCH_FLAGS="-runs N" times each (default 3); writes docs/benchmarks-inplace.json.
+	$(GO) build -o $(LOCALBIN)/bench ./test/bench
+	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -inplace-pods $(INPLACE_PODS) -node-images $(NODE_IMAGES) -out docs $(BENCH_FLAGS)
 
 .PHONY: bench-smoke
 bench-smoke: cluster-tools build ## Run small benchmark shapes once, with the request table; fails on overshoot or a wrong pod count (about 2 min).

@@ -8,7 +8,13 @@
 #   - docker.io/library/busybox:1.37.0: the operand's default image, from
 #     Debian's busybox-static (1.35: the name is the one the operator uses,
 #     the content is what Debian ships), also as busybox:1.36.0, the
-#     operator-sdk run bundle default;
+#     operator-sdk run bundle default. Both are built with a fixed
+#     timestamp, so they are one image (one digest) under two tags, as an
+#     upstream retag is: the in-place update tests change a pod from one
+#     tag to the other;
+#   - docker.io/example/busybox:v2: the same content with a
+#     label of its own, so another image ID: the in-place update tests'
+#     "new image";
 #   - quay.io/operator-framework/scorecard-test:$OPERATOR_SDK_VERSION: the
 #     scorecard's test program (the binary SCORECARD_TEST, built by
 #     hack/build-tool.sh scorecard-test), only when asked for;
@@ -36,11 +42,11 @@ use_buildah
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# image ARCHIVE NAME CONTEXT DOCKERFILE: build, save, and drop it from
-# buildah's storage (nothing left in /var/lib/containers).
+# image ARCHIVE NAME CONTEXT DOCKERFILE [BUILDAH-BUD-FLAG...]: build, save,
+# and drop it from buildah's storage (nothing left in /var/lib/containers).
 image() {
   local archive=$1 name=$2 context=$3 dockerfile=$4
-  buildah bud --quiet -f "$dockerfile" -t "$name" "$context" >/dev/null
+  buildah bud --quiet "${@:5}" -f "$dockerfile" -t "$name" "$context" >/dev/null
   save_archive "$name" "$out/$archive"
   buildah rmi "$name" >/dev/null
   echo "built $name into $out/$archive"
@@ -54,10 +60,12 @@ for img in "${images[@]}"; do
       image pause.tar registry.k8s.io/pause:3.10 "$work/pause" test/images/pause/Dockerfile ;;
     busybox)
       busybox_rootfs "$work/busybox/rootfs"
-      image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile
+      image busybox.tar docker.io/library/busybox:1.37.0 "$work/busybox" test/images/busybox/Dockerfile --timestamp 0
       # operator-sdk run bundle's and bundle-upgrade's default init image
       # (bundle-upgrade has no flag to change it): the same stand-in.
-      image busybox-1.36.0.tar docker.io/library/busybox:1.36.0 "$work/busybox" test/images/busybox/Dockerfile ;;
+      image busybox-1.36.0.tar docker.io/library/busybox:1.36.0 "$work/busybox" test/images/busybox/Dockerfile --timestamp 0
+      image busybox-v2.tar docker.io/example/busybox:v2 "$work/busybox" test/images/busybox/Dockerfile \
+        --timestamp 0 --label org.example.podset-e2e.variant=v2 ;;
     scorecard-test)
       : "${SCORECARD_TEST:?the scorecard-test binary (make olm-tools builds it)}" "${OPERATOR_SDK_VERSION:?}"
       mkdir -p "$work/scorecard-test"

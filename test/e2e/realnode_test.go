@@ -92,6 +92,10 @@ func TestRealNode(t *testing.T) {
 		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
 		{"NothingLeavesTheMachine", testRealNodeGuard},
 		{"ScorecardRunsItsTestsAsPods", testRealScorecard},
+		{"InPlaceImageUpdateKeepsThePods", testRealInPlaceImageUpdate},
+		{"InPlaceResizeRestartsNothing", testRealInPlaceResize},
+		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
+		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)
