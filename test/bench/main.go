@@ -66,6 +66,11 @@ type options struct {
 	rssForeign                               int
 	phaseTimeout, stallTimeout               time.Duration
 	operatorArgs                             []string
+	// inPlacePods, when set, runs only the in-place phase (inplace.go)
+	// on a real node whose images are in nodeImages.
+	inPlacePods  int
+	inPlaceSurge string
+	nodeImages   string
 }
 
 func parseFlags() (options, error) {
@@ -87,6 +92,9 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.stallTimeout, "stall-timeout", time.Minute, "give a scaling, direct or rollout phase up once its watches have seen no event for this long (0: never); the run is reported and left out of the medians")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "when set, run the operator with pprof and save a CPU profile of each PodSet scale-up and a heap profile after it here")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the cluster's logs (the operator's, the API server's, the audit log with -requests) in -out/run-logs even when the run set passes, for tracing; a failed run set always keeps them in -out/failed-run-logs")
+	flag.IntVar(&o.inPlacePods, "inplace-pods", 0, "when set, run only the in-place phase: owners of this many pods rolled to a new image on one real node (needs root and -node-images)")
+	flag.StringVar(&o.inPlaceSurge, "inplace-surge", "25%", "maxSurge of every owner of the in-place phase (maxUnavailable is 25%)")
+	flag.StringVar(&o.nodeImages, "node-images", os.Getenv("NODE_IMAGES"), "the real node's image archives (hack/build-node-images.sh), for -inplace-pods")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
 	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
 	flag.Parse()
@@ -155,6 +163,13 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.inPlacePods > 0 {
+		if err := inPlaceBenchmark(ctx, o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		return 0
+	}
 	began := time.Now()
 	rep, err := benchmark(ctx, o)
 	if err != nil {
