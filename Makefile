@@ -1,7 +1,7 @@
 # podset-operator Makefile. `make help` lists the targets.
 
 # The operator image, and the bundle/catalog images OLM installs from.
-VERSION ?= 0.2.0
+VERSION ?= 0.3.0
 IMAGE_TAG_BASE ?= quay.io/example/podset-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
@@ -89,10 +89,14 @@ OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(GRPC_HEALTH_PROBE_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
-# The commit of release v0.1.0 (before pod template updates). The e2e suite
-# builds its manager from git history and upgrades from it; test-olm-real
-# and test-olmv1 build its images and upgrade from it.
-UPGRADE_FROM_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
+# The commit of the previous release, v0.2.0: make catalog takes its catalog
+# (for the upgrade edge), and test-olm-real and test-olmv1 build its images
+# and upgrade from it.
+UPGRADE_FROM_REV ?= eba0fbb8e7a8b82ffec40b5351bf705b85f093b7
+# The commit of release v0.1.0 (before pod template updates, so its pods
+# carry no revision label): the e2e suite builds its manager from git
+# history and upgrades from it.
+V010_REV ?= ccce42a711a7381de1b59da6c02e92f61e7d45d7
 PREVIOUS_VERSION = $(shell git show $(UPGRADE_FROM_REV):Makefile | sed -n 's/^VERSION ?= //p')
 # The image archives a real node's registry is filled with (docs/local-cluster.md).
 NODE_IMAGES ?= $(LOCALBIN)/node-images
@@ -388,13 +392,13 @@ test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end sui
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus \
-	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
+	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
 .PHONY: test-chaos
 test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader-elected replicas, a PodSet scaling and rolling through each fault (about 7 min).
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
-	  UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
+	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
 
 .PHONY: test-real-node
@@ -405,7 +409,7 @@ test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK)
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
-	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) UPGRADE_FROM_REV=$(UPGRADE_FROM_REV) \
+	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e,realnode -p 1 -count=1 -v -timeout 20m -run '$(REAL_NODE_RUN)' ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
@@ -438,9 +442,12 @@ bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods 
 
 .PHONY: bench-inplace
 INPLACE_PODS ?= 30
-bench-inplace: cluster-tools real-node-tools build ## On one real node (needs root): roll INPLACE_PODS pods to a new image as a PodSet in place, a PodSet with ReCreate and a Deployment, BENCH_FLAGS="-runs N" times each (default 3); writes docs/benchmarks-inplace.json.
+bench-inplace: cluster-tools real-node-tools build ## On one real node (needs root): roll INPLACE_PODS pods to a new image as a PodSet in place, a PodSet with ReCreate and a Deployment, with maxSurge 25% and 0%, BENCH_FLAGS="-runs N" times each (default 3); writes docs/benchmarks-inplace-surge{25,0}.json.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
-	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -inplace-pods $(INPLACE_PODS) -node-images $(NODE_IMAGES) -out docs $(BENCH_FLAGS)
+	set -e; for surge in 25% 0%; do \
+	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -inplace-pods $(INPLACE_PODS) -inplace-surge $$surge \
+	    -node-images $(NODE_IMAGES) -out docs $(BENCH_FLAGS); \
+	done
 
 .PHONY: bench-smoke
 bench-smoke: cluster-tools build ## Run small benchmark shapes once, with the request table; fails on overshoot or a wrong pod count (about 2 min).

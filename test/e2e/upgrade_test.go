@@ -36,8 +36,8 @@ func buildManagerAt(t *testing.T, rev string) string {
 // created, their pods recognised as the current revision; a PodSet whose
 // image v0.1.0 ignored is rolled to it.
 func testUpgradeFromV010(t *testing.T) {
-	rev := envOr("UPGRADE_FROM_REV", "")
-	Expect(rev).NotTo(BeEmpty(), "UPGRADE_FROM_REV names the v0.1.0 commit: run the suite with `make test-e2e`")
+	rev := envOr("V010_REV", "")
+	Expect(rev).NotTo(BeEmpty(), "V010_REV names the v0.1.0 commit: run the suite with `make test-e2e`")
 	oldBin := buildManagerAt(t, rev)
 	ns := newNamespace(t, "e2e-upgrade", nil)
 
