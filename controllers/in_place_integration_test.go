@@ -214,25 +214,7 @@ func podUIDs(pods []corev1.Pod) []types.UID {
 // the generation it acted on is reported.
 func startInPlaceKubelet(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
-	go func() {
-		for ctx.Err() == nil {
-			var list corev1.PodList
-			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
-				for i := range list.Items {
-					if pod := &list.Items[i]; operand.IsLive(pod) {
-						if next, changed := kubeletStatus(pod); changed {
-							pod.Status = next
-							_ = k8sClient.Status().Update(ctx, pod)
-						}
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	runKubeletStandIn(ctx, ns, 100*time.Millisecond, kubeletStatus)
 }
 
 func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {

@@ -342,22 +342,36 @@ func TestIntegrationZeroCountsAreStored(t *testing.T) {
 // ends: each live pod becomes Running and Ready shortly after it appears.
 func startFakeKubelet(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, func(pod *corev1.Pod) (corev1.PodStatus, bool) {
+		if operand.IsReady(pod) {
+			return corev1.PodStatus{}, false
+		}
+		st := *pod.Status.DeepCopy()
+		st.Phase = corev1.PodRunning
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		return st, true
+	})
+}
+
+// runKubeletStandIn writes, every interval until ctx ends, the status that
+// status gives each live pod of ns, when it says the status changed.
+func runKubeletStandIn(ctx context.Context, ns string, interval time.Duration, status func(*corev1.Pod) (corev1.PodStatus, bool)) {
 	go func() {
 		for ctx.Err() == nil {
 			var list corev1.PodList
 			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
 				for i := range list.Items {
-					pod := &list.Items[i]
-					if operand.IsLive(pod) && !operand.IsReady(pod) {
-						pod.Status.Phase = corev1.PodRunning
-						pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-						_ = k8sClient.Status().Update(ctx, pod)
+					if pod := &list.Items[i]; operand.IsLive(pod) {
+						if next, changed := status(pod); changed {
+							pod.Status = next
+							_ = k8sClient.Status().Update(ctx, pod)
+						}
 					}
 				}
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(interval):
 			}
 		}
 	}()
