@@ -14,7 +14,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
@@ -57,7 +56,7 @@ func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*corev1.Pod) 
 	return moves
 }
 
-// updatePodsInPlace moves the step's pods to the update revision in place,
+// updatePodsInPlace moves the given pods to the update revision in place,
 // each as far as it can go now, in parallel under the pod write slots. It
 // returns how soon a pod's grace period ends, when one has not.
 func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope, moves []inPlaceMove) (time.Duration, error) {
@@ -186,9 +185,9 @@ func (r *PodSetReconciler) patchPod(ctx context.Context, s *podSetScope, pod *co
 // patch), and it puts back in service the pods whose gate condition is not
 // True and that no in-place update holds out of it: pods just created (a
 // gate's condition cannot be set at creation), pods whose update the
-// kubelet has finished, and pods that waited for a grace period the step no
-// longer moves (the rollout was paused, say). The step's moves (moving) are
-// left to it.
+// kubelet has finished, and pods that waited for a grace period that is no
+// longer part of a move (the rollout was paused, say). The pods being moved
+// now (moving) are left alone.
 func (r *PodSetReconciler) finishInPlaceUpdates(ctx context.Context, s *podSetScope, moving map[types.UID]bool) error {
 	var errs []error
 	now := time.Now()
@@ -222,30 +221,4 @@ func earliest(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
-}
-
-// unseenPodPatches are the in-place updates' pod patches until the cache
-// shows them: until then the cache would show a pod moved (or taken out of
-// service) as it was, and the next step would count it available again
-// and move another in its place.
-type unseenPodPatches struct {
-	mu     sync.Mutex
-	writes consistency.UnseenWrites
-}
-
-func (u *unseenPodPatches) hold(uid types.UID, resourceVersion string, now time.Time) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.writes.Hold(uid, resourceVersion, now)
-}
-
-// behind reports whether the cached pods still lack a patch.
-func (u *unseenPodPatches) behind(pods []*corev1.Pod, now time.Time) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	cached := make(map[types.UID]string, len(pods))
-	for _, pod := range pods {
-		cached[pod.UID] = pod.ResourceVersion
-	}
-	return u.writes.Behind(cached, now, UnseenPodPatchMaxWait)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -204,4 +205,30 @@ func (rr *recentRevision) forget() {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	rr.cr = nil
+}
+
+// unseenPodPatches are the in-place updates' pod patches until the cache
+// shows them: until then the cache would show a pod moved (or taken out of
+// service) as it was, and the next step would count it available again
+// and move another in its place.
+type unseenPodPatches struct {
+	mu     sync.Mutex
+	writes consistency.UnseenWrites
+}
+
+func (u *unseenPodPatches) hold(uid types.UID, resourceVersion string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.writes.Hold(uid, resourceVersion, now)
+}
+
+// behind reports whether the cached pods still lack a patch.
+func (u *unseenPodPatches) behind(pods []*corev1.Pod, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	cached := make(map[types.UID]string, len(pods))
+	for _, pod := range pods {
+		cached[pod.UID] = pod.ResourceVersion
+	}
+	return u.writes.Behind(cached, now, UnseenPodPatchMaxWait)
 }

@@ -136,7 +136,7 @@ func (rs *revisionState) template(hash string) (revision.Template, bool) {
 		return t, true
 	}
 	for _, cr := range rs.all {
-		if revisionHash(cr) != hash {
+		if cr.Labels[appv1alpha1.LabelRevisionHash] != hash {
 			continue
 		}
 		t, err := revision.Decode(cr)

@@ -82,8 +82,9 @@ func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) podGro
 	return g
 }
 
-// count is how many of pods are live and available, of those that keep.
-func count(pods []*corev1.Pod, keep func(*corev1.Pod) bool, minReady time.Duration, now time.Time) rollout.Group {
+// countLive is how many of pods are live and available, of those that
+// keep.
+func countLive(pods []*corev1.Pod, keep func(*corev1.Pod) bool, minReady time.Duration, now time.Time) rollout.Group {
 	var c rollout.Group
 	for _, pod := range pods {
 		if !keep(pod) {
@@ -109,9 +110,9 @@ func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod,
 	in := rollout.Input{
 		Replicas:     int(ps.DesiredReplicas()),
 		Strategy:     s,
-		Updated:      count(g.updated, all, minReady, now),
-		Old:          count(g.old, all, minReady, now),
-		OldInPlace:   count(g.old, func(p *corev1.Pod) bool { _, ok := g.moves[p.UID]; return ok }, minReady, now),
+		Updated:      countLive(g.updated, all, minReady, now),
+		Old:          countLive(g.old, all, minReady, now),
+		OldInPlace:   countLive(g.old, func(p *corev1.Pod) bool { _, ok := g.moves[p.UID]; return ok }, minReady, now),
 		CanCreateOld: rs.canCreateOld(),
 	}
 	for _, pod := range g.updated {
