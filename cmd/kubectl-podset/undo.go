@@ -97,6 +97,7 @@ func templatePatch(tmpl revision.Template) ([]byte, error) {
 		"env":            orNil(len(tmpl.Env) == 0, tmpl.Env),
 		"resources":      orNil(tmpl.Resources == nil, tmpl.Resources),
 		"podAnnotations": orNil(len(tmpl.PodAnnotations) == 0, tmpl.PodAnnotations),
+		"resizePolicy":   orNil(len(tmpl.ResizePolicy) == 0, tmpl.ResizePolicy),
 	}
 	return json.Marshal(map[string]any{"spec": spec})
 }
