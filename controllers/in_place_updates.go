@@ -42,18 +42,45 @@ func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*corev1.Pod) 
 	}
 	moves := map[types.UID]inPlaceMove{}
 	for _, pod := range old {
-		if !operand.HasInPlaceGate(pod) {
-			continue
-		}
-		from, ok := rs.template(pod.Labels[appv1alpha1.LabelRevisionHash])
-		if !ok {
-			continue
-		}
-		if c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage); c.InPlace() {
-			moves[pod.UID] = inPlaceMove{pod: pod, from: from, change: c}
+		if mv, why := moveInPlace(rs, pod); why == "" {
+			moves[pod.UID] = mv
 		}
 	}
 	return moves
+}
+
+// moveInPlace is what moving an old pod to the update revision in place
+// takes, or why it cannot be moved so.
+func moveInPlace(rs *revisionState, pod *corev1.Pod) (inPlaceMove, string) {
+	if !operand.HasInPlaceGate(pod) {
+		return inPlaceMove{}, "made without the in-place readiness gate (by operator 0.2.0, or before the policy was set)"
+	}
+	from, ok := rs.template(pod.Labels[appv1alpha1.LabelRevisionHash])
+	if !ok {
+		return inPlaceMove{}, "its revision is not stored"
+	}
+	c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage)
+	if !c.InPlace() {
+		return inPlaceMove{}, c.NotInPlace
+	}
+	return inPlaceMove{pod: pod, from: from, change: c}, ""
+}
+
+// firstKeptInPlace says why the first (by name) of the old pods that cannot
+// be updated in place cannot, for the Progressing condition of a PodSet
+// under InPlaceOnly; "" when every old pod can be.
+func firstKeptInPlace(rs *revisionState, g podGroups) string {
+	var first *corev1.Pod
+	for _, pod := range g.old {
+		if _, ok := g.moves[pod.UID]; !ok && (first == nil || pod.Name < first.Name) {
+			first = pod
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	_, why := moveInPlace(rs, first)
+	return "pod " + first.Name + ": " + why
 }
 
 // updatePodsInPlace moves the given pods to the update revision in place,

@@ -312,11 +312,6 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		{"negative maxSurge", func(p *appv1alpha1.PodSet) {
 			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(-1))}
 		}, "spec.updateStrategy.rollingUpdate.maxSurge"},
-		{"maxUnavailable 0 under InPlaceOnly", func(p *appv1alpha1.PodSet) {
-			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
-				PodUpdatePolicy: appv1alpha1.InPlaceOnlyPodUpdatePolicy, MaxUnavailable: ptr.To(intstr.FromString("0%")), MaxSurge: ptr.To(intstr.FromInt32(1)),
-			}
-		}, "spec.updateStrategy.rollingUpdate.maxUnavailable"},
 		{"unknown pod update policy", func(p *appv1alpha1.PodSet) {
 			p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: "InPlace"}
 		}, "spec.updateStrategy.rollingUpdate.podUpdatePolicy"},

@@ -68,8 +68,11 @@ func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	if rs.update != nil {
 		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
 	}
-	if in, _, err := rolloutInput(ps, rs, pods, now); err == nil {
+	if in, g, err := rolloutInput(ps, rs, pods, now); err == nil {
 		o.Rollout = &in
+		if in.Strategy.InPlaceOnly {
+			o.KeptInPlace = firstKeptInPlace(rs, g)
+		}
 	}
 	return o
 }

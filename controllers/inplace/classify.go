@@ -103,9 +103,8 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 // sameByKey reports whether two lists hold the same items, in any order.
 // env and resizePolicy are lists keyed by name (listType=map), whose order the
 // API server does not hold to either: its CEL rules compare such lists
-// without it, and so does this, so that admission under InPlaceOnly and the
-// controller agree. A change of order only is made in place as no change at
-// all (the running container keeps its order).
+// without it, and so does this. A change of order only is made in place as no
+// change at all (the running container keeps its order).
 func sameByKey[T any](a, b []T, key func(T) string) bool {
 	if len(a) != len(b) {
 		return false

@@ -50,6 +50,9 @@ type Observed struct {
 	// update strategy does not resolve, and the Progressing condition then
 	// tells neither a paused, a finished nor a rolling rollout.
 	Rollout *rollout.Input
+	// KeptInPlace, under InPlaceOnly, says why the first old pod that
+	// cannot be updated in place cannot (the field that changed, say).
+	KeptInPlace string
 }
 
 // Compute derives a PodSet's status from the pods observed for it and what
@@ -86,6 +89,8 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		rolling:  in != nil && !in.Strategy.OnDelete && (in.Updated.Live < wantUpdated(*in) || in.UpdatedPending > 0),
 		stuck:    stuckInPlace(pods),
 		kept:     keptOld(in),
+		keptWhy:  observed.KeptInPlace,
+		noRoom:   in != nil && in.Strategy.InPlaceOnly && in.Strategy.MaxUnavailable == 0 && in.OldInPlace.Live > 0,
 		deadline: progressDeadline(ps),
 		now:      now,
 	}, ps.Generation, transition)
@@ -202,8 +207,12 @@ type progressFacts struct {
 	// does not.
 	stuck string
 	// kept is how many old pods InPlaceOnly keeps because they cannot be
-	// updated in place.
-	kept     int
+	// updated in place, and keptWhy why the first of them cannot.
+	kept    int
+	keptWhy string
+	// noRoom: InPlaceOnly with maxUnavailable 0 can take no pod out of
+	// service to update it.
+	noRoom   bool
 	deadline time.Duration
 	now      time.Time
 }
@@ -257,7 +266,10 @@ func (f progressFacts) stuckNote() string {
 		note = "; in-place update stuck: " + f.stuck
 	}
 	if f.kept > 0 {
-		note += fmt.Sprintf("; %d pods cannot be updated in place (made without the in-place readiness gate, or their template differs in more than image, cpu, memory and annotations) and are kept under InPlaceOnly: delete them to replace them", f.kept)
+		note += fmt.Sprintf("; %d pods cannot be updated in place and are kept under InPlaceOnly (%s): revert the change, or delete the pods to replace them", f.kept, f.keptWhy)
+	}
+	if f.noRoom {
+		note += "; maxUnavailable is 0 under InPlaceOnly: no pod may be taken out of service to be updated in place"
 	}
 	return note
 }

@@ -10,10 +10,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -220,12 +222,20 @@ func testRealInPlaceImageUpdate(t *testing.T) {
 		}
 	}
 
-	step("under InPlaceOnly, an env change is refused at admission")
+	step("under InPlaceOnly, an env change keeps the pods, and Progressing names spec.env")
+	kept := livePods(Default, t.Context(), ps.Namespace, ps.Name)
 	Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly"}}}}`)).To(Succeed())
-	err := patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}]}}`)
-	Expect(err).To(HaveOccurred())
-	Expect(err.Error()).To(ContainSubstring("spec.env"))
-	Expect(err.Error()).To(ContainSubstring("InPlaceOnly"))
+	Expect(patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}]}}`)).To(Succeed())
+	Eventually(func(g Gomega) {
+		c := condition(getPodSet(g, t.Context(), ps.Namespace, ps.Name), appv1alpha1.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(MatchRegexp(`3 pods cannot be updated in place and are kept under InPlaceOnly \(pod \S+: spec\.env\)`))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Consistently(func(g Gomega) {
+		for _, p := range livePods(g, t.Context(), ps.Namespace, ps.Name) {
+			g.Expect(slices.ContainsFunc(kept, func(k corev1.Pod) bool { return k.UID == p.UID })).To(BeTrue(), "InPlaceOnly replaced pod %s", p.Name)
+		}
+	}).WithContext(t.Context()).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
 }
 
 // testRealInPlaceResize: cpu and memory change through pods/resize, with the
