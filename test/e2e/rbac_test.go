@@ -30,6 +30,11 @@ var unusedButRequired = map[string]string{
 	// A revision is read directly only when creating it finds its name
 	// taken (a stale cache, or a hash collision).
 	"apps/controllerrevisions:get": "read when a revision's name is taken",
+	// In-place updates need a kubelet that restarts containers and reports
+	// resources, which kwok does not: the real-node suite
+	// (TestRealNode/InPlace*) makes these requests with the same RBAC.
+	"/pods/status:patch": "in-place updates: the readiness gate's condition (real-node suite)",
+	"/pods/resize:patch": "in-place updates: resizes (real-node suite)",
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the check reads.
