@@ -266,3 +266,37 @@ func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
 	is, _ := json.Marshal(st)
 	return st, string(was) != string(is)
 }
+
+// With inPlace.gracePeriodSeconds, a pod is out of service (its gate's
+// condition False) for that long before its image changes.
+func TestIntegrationInPlaceGracePeriodKeepsThePodOutOfServiceFirst(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const grace = 2
+	ps := createPodSet(t, ns, "grace", 1, func(ps *appv1alpha1.PodSet) {
+		inPlace(appv1alpha1.InPlaceIfPossiblePodUpdatePolicy)(ps)
+		ps.Spec.UpdateStrategy.RollingUpdate.InPlace = &appv1alpha1.InPlaceUpdate{GracePeriodSeconds: grace}
+	})
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 1)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	var outOfService time.Time
+	g.Eventually(func(g Gomega) {
+		pods := listLivePods(g, ps)
+		g.Expect(pods).To(HaveLen(1))
+		gate := operand.InPlaceGateCondition(&pods[0])
+		g.Expect(gate).NotTo(BeNil())
+		g.Expect(gate.Status).To(Equal(corev1.ConditionFalse))
+		g.Expect(pods[0].Spec.Containers[0].Image).To(Equal("registry.example.com/web:1"), "the image changed with no grace period")
+		outOfService = time.Now()
+	}, eventually, 50*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(listLivePods(g, ps)[0].Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
+	}, eventually, 50*time.Millisecond).Should(Succeed())
+	g.Expect(time.Since(outOfService)).To(BeNumerically(">=", (grace-1)*time.Second), "the image changed before the grace period was over")
+	waitForRolledOut(g, ps, 1)
+}
