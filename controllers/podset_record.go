@@ -226,6 +226,10 @@ func (u *unseenPodPatches) hold(uid types.UID, resourceVersion string, now time.
 func (u *unseenPodPatches) behind(pods []*corev1.Pod, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if !u.writes.Holding() {
+		// Every reconcile asks; most PodSets never patched a pod.
+		return false
+	}
 	cached := make(map[types.UID]string, len(pods))
 	for _, pod := range pods {
 		cached[pod.UID] = pod.ResourceVersion

@@ -69,6 +69,9 @@ func (u *UnseenWrites) Hold(uid types.UID, resourceVersion string, now time.Time
 	}
 }
 
+// Holding reports whether some write is held.
+func (u *UnseenWrites) Holding() bool { return len(u.versions) > 0 }
+
 // Behind reports whether the cache, which holds the objects cached (by
 // UID, their resourceVersion), still lacks a held write, and drops those
 // it has caught up with.

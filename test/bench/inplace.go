@@ -220,7 +220,7 @@ func rollOnNode(ctx context.Context, cs kubernetes.Interface, dc dynamic.Interfa
 		clear(before)
 		ready := 0
 		for i := range list.Items {
-			if p := &list.Items[i]; nodePodLive(p) {
+			if p := &list.Items[i]; isLive(p) {
 				before[p.UID] = true
 				if nodePodReadyOn(p, inPlaceFromImage) {
 					ready++
@@ -270,10 +270,6 @@ func rollOnNode(ctx context.Context, cs kubernetes.Interface, dc dynamic.Interfa
 // spec, its container running it, and the pod Ready on it.
 type podMarks struct{ turn, running, ready time.Time }
 
-func nodePodLive(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
 // nodePodReadyOn reports whether p is Ready with its container running image.
 func nodePodReadyOn(p *corev1.Pod, image string) bool {
 	ready := false
@@ -308,7 +304,7 @@ func watchNodePods(ctx context.Context, cs kubernetes.Interface, ns, selector st
 	}
 	w := &nodePodWatch{live: map[types.UID]*corev1.Pod{}, marks: map[types.UID]*podMarks{}, done: make(chan struct{}), stop: ww.Stop}
 	for i := range list.Items {
-		if p := &list.Items[i]; nodePodLive(p) {
+		if p := &list.Items[i]; isLive(p) {
 			w.live[p.UID] = p
 		}
 	}
@@ -319,7 +315,7 @@ func watchNodePods(ctx context.Context, cs kubernetes.Interface, ns, selector st
 				continue
 			}
 			w.mu.Lock()
-			if ev.Type == watch.Deleted || !nodePodLive(p) {
+			if ev.Type == watch.Deleted || !isLive(p) {
 				delete(w.live, p.UID)
 			} else {
 				w.live[p.UID] = p

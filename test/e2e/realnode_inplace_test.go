@@ -19,6 +19,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,20 +93,11 @@ func waitUpdated(t *testing.T, ps *appv1alpha1.PodSet, n int) []corev1.Pod {
 		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.UpdatedAvailableReplicas).To(BeEquivalentTo(n), "pods updated and available; the pods:\n%s", describeInPlace(g, t, ps))
-		c := condition(got, appv1alpha1.ConditionProgressing)
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonNewRevisionAvailable))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return waitRunning(t, ps, n)
-}
-
-func condition(ps *appv1alpha1.PodSet, typ string) *metav1.Condition {
-	for i := range ps.Status.Conditions {
-		if ps.Status.Conditions[i].Type == typ {
-			return &ps.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // serviceWatch follows the PodSet's pods and checks what a Service would
@@ -227,7 +219,7 @@ func testRealInPlaceImageUpdate(t *testing.T) {
 	Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly"}}}}`)).To(Succeed())
 	Expect(patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}]}}`)).To(Succeed())
 	Eventually(func(g Gomega) {
-		c := condition(getPodSet(g, t.Context(), ps.Namespace, ps.Name), appv1alpha1.ConditionProgressing)
+		c := meta.FindStatusCondition(getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(MatchRegexp(`3 pods cannot be updated in place and are kept under InPlaceOnly \(pod \S+: spec\.env\)`))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
@@ -276,7 +268,7 @@ func testRealInPlaceBadImage(t *testing.T) {
 	Expect(patchPodSet(t, ps, `{"spec":{"image":"docker.io/example/missing:v1"}}`)).To(Succeed())
 	Eventually(func(g Gomega) {
 		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
-		c := condition(got, appv1alpha1.ConditionProgressing)
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonProgressDeadlineExceeded))
 		g.Expect(c.Message).To(MatchRegexp(`in-place update stuck: pod \S+: container podset: (ErrImagePull|ImagePullBackOff)`))
