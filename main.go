@@ -30,6 +30,7 @@ import (
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/internal/admission"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
 )
@@ -91,6 +92,7 @@ func main() {
 		leaderElectionNamespace           string
 		enableLeaderElection              bool
 		monitoringObjects                 bool
+		admissionPolicy                   bool
 		secureMetrics, enableHTTP2        bool
 		maxConcurrentReconciles           int
 		burstReplicas                     int
@@ -109,6 +111,7 @@ func main() {
 	flag.DurationVar(&statusWriteInterval, "status-write-interval", controllers.DefaultStatusWriteInterval, "The shortest time between two status writes of one PodSet while its pods are still being created, deleted or becoming available; the status of a settled PodSet, and a ReplicaFailure change, are written at once. 0 writes every change.")
 	flag.DurationVar(&podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod, "How long a pod event waits before it wakes its PodSet, so that the events of many pods bring one reconcile; 0 wakes it at once.")
 	flag.BoolVar(&monitoringObjects, "monitoring-objects", true, "Apply the operator's ServiceMonitor and PrometheusRule in its namespace (POD_NAMESPACE) whenever the cluster serves monitoring.coreos.com/v1, owned by its Deployment (found from POD_NAME).")
+	flag.BoolVar(&admissionPolicy, "admission-policy", true, "Apply the ValidatingAdmissionPolicy that refuses PodSet updates podUpdatePolicy InPlaceOnly cannot make in place, owned by the PodSet CRD, whenever the cluster serves admissionregistration.k8s.io/v1 policies (Kubernetes 1.30 and later).")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -219,6 +222,13 @@ func main() {
 		Log:       ctrl.Log.WithName("monitoring"),
 	}); err != nil {
 		setupLog.Error(err, "unable to set up the monitoring objects")
+		os.Exit(1)
+	}
+	if err := admission.Add(mgr, admission.Options{
+		Enabled: admissionPolicy,
+		Log:     ctrl.Log.WithName("admission"),
+	}); err != nil {
+		setupLog.Error(err, "unable to set up the admission policy")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -161,11 +161,11 @@ func TestIntegrationInPlaceUpdateStopsOnABadImage(t *testing.T) {
 	g.Expect(podUIDs(listLivePods(g, ps))).To(ConsistOf(uids))
 }
 
-// Under InPlaceOnly, a change the pods cannot take in place is accepted by
-// the API server (a CEL rule comparing the spec with the old one would make
-// OLM v1 refuse the CRD upgrade from 0.2.0) and refused by the operator: the
-// pods are kept, and Progressing names the field. Reverting the change rolls
-// nothing.
+// Under InPlaceOnly, a change the pods cannot take in place that reaches
+// the operator (this suite runs no admission policy, as a cluster before
+// Kubernetes 1.30 has none; internal/admission tests the policy) is refused
+// by the operator: the pods are kept, and Progressing names the field.
+// Reverting the change rolls nothing.
 func TestIntegrationInPlaceOnlyKeepsPodsAChangeCannotReach(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)

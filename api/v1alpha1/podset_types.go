@@ -25,12 +25,12 @@ const (
 // PodSetSpec is the desired state of a PodSet.
 //
 // The rules of podUpdatePolicy InPlaceOnly (which template changes a pod can
-// take in place) are not CEL rules of this schema: they would compare fields
-// of spec with oldSelf, and a rule added to a node that 0.2.0's CRD already
-// had makes OLM v1 refuse the CRD upgrade (its CRD upgrade safety check
-// handles no change of x-kubernetes-validations). The operator applies them
-// (controllers/inplace.Classify) and reports a change it refuses in the
-// Progressing condition, naming the field.
+// take in place) are not CEL rules of this schema: they compare fields of
+// spec with oldSelf, and a rule added to a node that 0.2.0's CRD already had
+// makes OLM v1 refuse the CRD upgrade (its CRD upgrade safety check handles
+// no change of x-kubernetes-validations). The manager applies them as a
+// ValidatingAdmissionPolicy (internal/admission), and the operator applies
+// them to the pods themselves (controllers/inplace.Classify).
 type PodSetSpec struct {
 	// replicas is the number of pods the PodSet keeps running. Pods that are
 	// terminating, Succeeded or Failed do not count and are replaced.
@@ -200,9 +200,13 @@ type RollingUpdate struct {
 	//     restarts the container for a new image (and for a resize whose
 	//     resizePolicy says RestartContainer). Any other change recreates
 	//     the pod, as ReCreate does;
-	//   - InPlaceOnly: as InPlaceIfPossible, but pods that cannot take the
-	//     template in place (a change that needs new pods, or pods created by
-	//     operator 0.2.0 or under ReCreate, which lack the readiness gate) are
+	//   - InPlaceOnly: as InPlaceIfPossible, but an update whose template
+	//     change needs new pods is refused at admission, naming the field
+	//     (on Kubernetes 1.30 and later, by the ValidatingAdmissionPolicy
+	//     podsets-in-place-only.app.example.com that the operator applies).
+	//     Pods that cannot take the template in place all the same (pods
+	//     created by operator 0.2.0 or under ReCreate, which lack the
+	//     readiness gate, or a change made before InPlaceOnly was set) are
 	//     left as they are, and the Progressing condition names why.
 	// In-place updates count against maxUnavailable (a maxUnavailable that
 	// rounds down to 0 counts as 1 for them) and use no surge.

@@ -5,138 +5,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
-	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/inplace/inplacetest"
 )
 
-// res is a template's resources from quantities written as strings.
-func res(requests, limits map[corev1.ResourceName]string) *appv1alpha1.Resources {
-	r := &appv1alpha1.Resources{}
-	for name, q := range requests {
-		if r.Requests == nil {
-			r.Requests = corev1.ResourceList{}
-		}
-		r.Requests[name] = resource.MustParse(q)
-	}
-	for name, q := range limits {
-		if r.Limits == nil {
-			r.Limits = corev1.ResourceList{}
-		}
-		r.Limits[name] = resource.MustParse(q)
-	}
-	return r
-}
-
-// The resource names the cases use.
-const cpu, memory, storage = corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage
-
-// classifyCases are template changes and what they take.
-var classifyCases = []struct {
-	Name     string
-	From, To revision.Template
-	Want     inplace.Change
-}{
-	{"nothing", revision.Template{Image: "a:1"}, revision.Template{Image: "a:1"}, inplace.Change{}},
-	{"image", revision.Template{Image: "a:1"}, revision.Template{Image: "a:2"}, inplace.Change{Image: true}},
-	{"image with a command", revision.Template{Image: "a:1", Command: []string{"run"}}, revision.Template{Image: "b", Command: []string{"run"}}, inplace.Change{Image: true}},
-	{
-		"image set, from the default one that runs its own command",
-		revision.Template{}, revision.Template{Image: "a:1"},
-		inplace.Change{NotInPlace: "spec.image: setting or unsetting it changes the command the container runs"},
-	},
-	{"image set, with a command", revision.Template{Command: []string{"run"}}, revision.Template{Image: "a:1", Command: []string{"run"}}, inplace.Change{Image: true}},
-	{"command", revision.Template{Command: []string{"a"}}, revision.Template{Command: []string{"b"}}, inplace.Change{NotInPlace: "spec.command"}},
-	{"args", revision.Template{Args: []string{"a"}}, revision.Template{}, inplace.Change{NotInPlace: "spec.args"}},
-	{"env", revision.Template{}, revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: "1"}}}, inplace.Change{NotInPlace: "spec.env"}},
-	{
-		"env in another order: the same variables, as the API server compares them",
-		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}},
-		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}}},
-		inplace.Change{},
-	},
-	{
-		"limits only, raised: the requests the API server filled in follow, and Guaranteed stays",
-		revision.Template{Resources: res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
-		revision.Template{Resources: res(nil, map[corev1.ResourceName]string{cpu: "2", memory: "1Gi"})},
-		inplace.Change{Resources: true},
-	},
-	{
-		"resizePolicy", revision.Template{},
-		revision.Template{ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: cpu, RestartPolicy: corev1.RestartContainer}}},
-		inplace.Change{NotInPlace: "spec.resizePolicy"},
-	},
-	{"annotations", revision.Template{PodAnnotations: map[string]string{"a": "1"}}, revision.Template{PodAnnotations: map[string]string{"b": "2"}}, inplace.Change{Annotations: true}},
-	{
-		"the restart annotation asks for new pods",
-		revision.Template{}, revision.Template{PodAnnotations: map[string]string{appv1alpha1.AnnotationRestartedAt: "now"}},
-		inplace.Change{NotInPlace: "spec.podAnnotations[kubectl.kubernetes.io/restartedAt]: it asks for new pods"},
-	},
-	{
-		"cpu and memory, Burstable stays Burstable",
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m", memory: "64Mi"}, nil)},
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "200m", memory: "128Mi"}, map[corev1.ResourceName]string{memory: "256Mi"})},
-		inplace.Change{Resources: true},
-	},
-	{
-		"Guaranteed stays Guaranteed",
-		revision.Template{Resources: res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
-		revision.Template{Resources: res(nil, map[corev1.ResourceName]string{cpu: "2", memory: "2Gi"})},
-		inplace.Change{Resources: true},
-	},
-	{
-		"Guaranteed to Burstable",
-		revision.Template{Resources: res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "500m"}, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
-		inplace.Change{NotInPlace: "spec.resources: the QoS class would change from Guaranteed to Burstable"},
-	},
-	{
-		"BestEffort to Burstable",
-		revision.Template{}, revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m"}, nil)},
-		inplace.Change{NotInPlace: "spec.resources: the QoS class would change from BestEffort to Burstable"},
-	},
-	{
-		"a request removed",
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m", memory: "64Mi"}, nil)},
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m"}, nil)},
-		inplace.Change{NotInPlace: "spec.resources: memory cannot be removed in place"},
-	},
-	{
-		"ephemeral-storage",
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m", storage: "1Gi"}, nil)},
-		revision.Template{Resources: res(map[corev1.ResourceName]string{cpu: "100m", storage: "2Gi"}, nil)},
-		inplace.Change{NotInPlace: "spec.resources: ephemeral-storage cannot change in place"},
-	},
-	{
-		"a resize that restarts, with the image",
-		revision.Template{
-			Image: "a:1", Resources: res(map[corev1.ResourceName]string{memory: "64Mi"}, nil),
-			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: memory, RestartPolicy: corev1.RestartContainer}},
-		},
-		revision.Template{
-			Image: "a:2", Resources: res(map[corev1.ResourceName]string{memory: "128Mi"}, nil),
-			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: memory, RestartPolicy: corev1.RestartContainer}},
-		},
-		inplace.Change{Image: true, Resources: true, ResizeRestarts: true},
-	},
-	{
-		"a resize of a resource whose policy does not restart",
-		revision.Template{
-			Resources:    res(map[corev1.ResourceName]string{cpu: "100m", memory: "64Mi"}, nil),
-			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: memory, RestartPolicy: corev1.RestartContainer}},
-		},
-		revision.Template{
-			Resources:    res(map[corev1.ResourceName]string{cpu: "200m", memory: "64Mi"}, nil),
-			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: memory, RestartPolicy: corev1.RestartContainer}},
-		},
-		inplace.Change{Resources: true},
-	},
-}
-
 func TestClassify(t *testing.T) {
-	for _, tc := range classifyCases {
+	for _, tc := range inplacetest.ClassifyCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
 			got := inplace.Classify(tc.From, tc.To, "default:1")
@@ -154,13 +30,13 @@ func TestQOSClass(t *testing.T) {
 		want corev1.PodQOSClass
 	}{
 		{"nothing", nil, corev1.PodQOSBestEffort},
-		{"only ephemeral-storage", res(map[corev1.ResourceName]string{corev1.ResourceEphemeralStorage: "1Gi"}, nil), corev1.PodQOSBestEffort},
-		{"zero requests", res(map[corev1.ResourceName]string{corev1.ResourceCPU: "0"}, nil), corev1.PodQOSBestEffort},
-		{"a request", res(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil), corev1.PodQOSBurstable},
-		{"limits only: requests default to them", res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSGuaranteed},
-		{"requests equal limits", res(map[corev1.ResourceName]string{corev1.ResourceCPU: "1000m", corev1.ResourceMemory: "1Gi"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1024Mi"}), corev1.PodQOSGuaranteed},
-		{"a request below its limit", res(map[corev1.ResourceName]string{corev1.ResourceCPU: "500m"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSBurstable},
-		{"memory unlimited", res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}), corev1.PodQOSBurstable},
+		{"only ephemeral-storage", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceEphemeralStorage: "1Gi"}, nil), corev1.PodQOSBestEffort},
+		{"zero requests", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "0"}, nil), corev1.PodQOSBestEffort},
+		{"a request", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil), corev1.PodQOSBurstable},
+		{"limits only: requests default to them", inplacetest.Res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSGuaranteed},
+		{"requests equal limits", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "1000m", corev1.ResourceMemory: "1Gi"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1024Mi"}), corev1.PodQOSGuaranteed},
+		{"a request below its limit", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "500m"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSBurstable},
+		{"memory unlimited", inplacetest.Res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}), corev1.PodQOSBurstable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r corev1.ResourceRequirements

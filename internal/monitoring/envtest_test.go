@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/example/podset-operator/internal/selfapply"
 )
 
 // testInterval stands in for DefaultInterval: short, so that the tests see
@@ -93,16 +95,16 @@ func TestApplierAgainstAPIServer(t *testing.T) {
 		for _, f := range got.GetManagedFields() {
 			managers = append(managers, string(f.Operation)+" "+f.Manager)
 		}
-		g.Expect(managers).To(Equal([]string{"Apply " + FieldOwner}))
+		g.Expect(managers).To(Equal([]string{"Apply " + selfapply.FieldOwner}))
 	}
 	g.Expect(logA.errors()).To(BeEmpty())
 	// The CRDs are created one after the other, so a round may find one
 	// kind served and apply it alone: one line per change of what was
 	// applied, the last one naming both.
 	g.Eventually(func() string { l := logA.get(); return l[len(l)-1] }).WithTimeout(10 * time.Second).WithPolling(testInterval).
-		Should(And(ContainSubstring("applied the monitoring objects"), ContainSubstring("ServiceMonitor "+want[0].GetName()), ContainSubstring("PrometheusRule")))
+		Should(And(ContainSubstring("applied the ServiceMonitor and PrometheusRule"), ContainSubstring("ServiceMonitor "+want[0].GetName()), ContainSubstring("PrometheusRule")))
 	applied := logA.get()
-	g.Expect(applied[1:]).To(HaveEach(ContainSubstring("applied the monitoring objects")))
+	g.Expect(applied[1:]).To(HaveEach(ContainSubstring("applied the ServiceMonitor and PrometheusRule")))
 
 	// An object deleted by hand comes back at the next round, silently.
 	sm := want[0].DeepCopy()

@@ -21,19 +21,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/example/podset-operator/internal/selfapply"
 )
 
 // The manager's permissions for this package, all in its own namespace
@@ -64,16 +64,6 @@ var (
 // GroupVersion is the Prometheus Operator's API the objects belong to.
 const GroupVersion = "monitoring.coreos.com/v1"
 
-// FieldOwner is the field manager of the server-side applies.
-const FieldOwner = "podset-operator"
-
-// DefaultInterval is how often the applier asks the API server whether the
-// monitoring API is served, and applies the objects again when it is. A
-// minute keeps the discovery request negligible while a Prometheus Operator
-// installed after the operator gets its objects soon enough; applying again
-// also puts back an object that was deleted or edited.
-const DefaultInterval = time.Minute
-
 // Objects returns the ServiceMonitor and PrometheusRule to apply in
 // namespace, owned by owner (nil: no owner).
 func Objects(namespace string, owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
@@ -97,23 +87,6 @@ func Objects(namespace string, owner *metav1.OwnerReference) ([]*unstructured.Un
 		objs = append(objs, u)
 	}
 	return objs, nil
-}
-
-// kindsServed returns the kinds of GroupVersion that the API server serves;
-// none when the group version is unknown to it.
-func kindsServed(d discovery.DiscoveryInterface) (map[string]bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(GroupVersion)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	kinds := map[string]bool{}
-	for _, r := range list.APIResources {
-		kinds[r.Kind] = true
-	}
-	return kinds, nil
 }
 
 // OwnerOf returns an ownerReference to the Deployment that runs pod
@@ -162,7 +135,8 @@ type Options struct {
 	// POD_NAME from the downward API). When either is empty (a manager run
 	// outside a cluster and not told them) nothing is added.
 	Namespace, PodName string
-	// Interval between two discovery checks; DefaultInterval when zero.
+	// Interval between two discovery checks; selfapply.DefaultInterval when
+	// zero.
 	Interval time.Duration
 	Log      logr.Logger
 }
@@ -182,139 +156,39 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Add(&Applier{
-		Client:    mgr.GetClient(),
-		Reader:    mgr.GetAPIReader(),
-		Discovery: disc,
-		Namespace: opts.Namespace,
-		PodName:   opts.PodName,
-		Interval:  opts.Interval,
-		Log:       opts.Log,
-	})
+	return mgr.Add(NewApplier(mgr.GetClient(), mgr.GetAPIReader(), disc, opts))
 }
 
 // errNoDeployment: the manager does not run under a Deployment, so there is
 // nothing to own the objects.
-var errNoDeployment = errors.New("no Deployment to own the monitoring objects")
+var errNoDeployment = fmt.Errorf("no Deployment to own the monitoring objects: %w", selfapply.ErrGiveUp)
 
-// Applier applies the monitoring objects while the API server serves their
-// kinds. It is a manager Runnable that runs on the leader only: applying is
-// idempotent, so two replicas would not conflict, but a standby would
-// double the discovery requests and applies for nothing, and during a
-// rolling upgrade the objects are those of the version that leads.
-type Applier struct {
-	// Client writes the objects (server-side apply). Writes never go
-	// through a cache.
-	Client client.Client
-	// Reader reads the manager's pod and ReplicaSet. It must not be a cached
-	// client: the cache covers only the watched namespaces, which need not
-	// include the operator's.
-	Reader client.Reader
-	// Discovery says which kinds the API server serves.
-	Discovery discovery.DiscoveryInterface
-	// Namespace and PodName are the manager's own pod (downward API).
-	Namespace, PodName string
-	// Interval between two discovery checks; DefaultInterval when zero.
-	Interval time.Duration
-	Log      logr.Logger
-
-	owner *metav1.OwnerReference
-	// The state last logged, so that each change is logged once and a
-	// failure repeating every interval is not.
-	served  *bool
-	applied string
-	lastErr string
-}
-
-// NeedLeaderElection makes the manager start the Applier on the leader only.
-func (a *Applier) NeedLeaderElection() bool { return true }
-
-// Start checks at once, then every Interval, until ctx ends. It never
-// returns an error: a cluster without the monitoring API, or a failing
-// apply, must not stop the manager.
-func (a *Applier) Start(ctx context.Context) error {
-	if a.Interval <= 0 {
-		a.Interval = DefaultInterval
+// NewApplier returns the Applier of the monitoring objects in
+// opts.Namespace, owned by the Deployment that runs pod opts.PodName. c
+// writes them; r reads the manager's pod and ReplicaSet, and must not be a
+// cached client: the cache covers only the watched namespaces, which need
+// not include the operator's.
+func NewApplier(c client.Client, r client.Reader, disc discovery.DiscoveryInterface, opts Options) *selfapply.Applier {
+	var owner *metav1.OwnerReference
+	return &selfapply.Applier{
+		Client:       c,
+		Discovery:    disc,
+		GroupVersion: GroupVersion,
+		Kinds:        []string{"ServiceMonitor", "PrometheusRule"},
+		What:         "the ServiceMonitor and PrometheusRule",
+		NotServed:    GroupVersion + " is not served (no Prometheus Operator); the ServiceMonitor and PrometheusRule will be applied if it appears",
+		Objects: func(ctx context.Context) ([]*unstructured.Unstructured, error) {
+			// The Deployment is found once: a new one runs a new manager.
+			if owner == nil {
+				o, err := OwnerOf(ctx, r, opts.Namespace, opts.PodName)
+				if err != nil {
+					return nil, err
+				}
+				owner = o
+			}
+			return Objects(opts.Namespace, owner)
+		},
+		Interval: opts.Interval,
+		Log:      opts.Log,
 	}
-	t := time.NewTicker(a.Interval)
-	defer t.Stop()
-	for {
-		if done := a.Sync(ctx); done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// Sync does one round: ask whether the kinds are served, and apply those
-// that are. It reports done when there is nothing more to do ever (the
-// manager has no Deployment to own the objects).
-func (a *Applier) Sync(ctx context.Context) (done bool) {
-	err := a.sync(ctx)
-	switch {
-	case errors.Is(err, errNoDeployment):
-		a.Log.Info("not applying the ServiceMonitor and PrometheusRule", "reason", err.Error())
-		return true
-	case err != nil && ctx.Err() != nil:
-		return true
-	case err != nil:
-		if msg := err.Error(); msg != a.lastErr {
-			a.Log.Error(err, "applying the ServiceMonitor and PrometheusRule; retrying every interval", "interval", a.Interval)
-			a.lastErr = msg
-		}
-	default:
-		a.lastErr = ""
-	}
-	return false
-}
-
-func (a *Applier) sync(ctx context.Context) error {
-	kinds, err := kindsServed(a.Discovery)
-	if err != nil {
-		return fmt.Errorf("discovering %s: %w", GroupVersion, err)
-	}
-	served := kinds["ServiceMonitor"] || kinds["PrometheusRule"]
-	if a.served == nil || *a.served != served {
-		if !served {
-			a.Log.Info(GroupVersion+" is not served (no Prometheus Operator); the ServiceMonitor and PrometheusRule will be applied if it appears", "checkInterval", a.Interval)
-		}
-		a.served = &served
-		a.applied = ""
-	}
-	if !served {
-		return nil
-	}
-	if a.owner == nil {
-		owner, err := OwnerOf(ctx, a.Reader, a.Namespace, a.PodName)
-		if err != nil {
-			return err
-		}
-		a.owner = owner
-	}
-	objs, err := Objects(a.Namespace, a.owner)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, o := range objs {
-		if !kinds[o.GetKind()] {
-			continue
-		}
-		// ForceOwnership: the fields are the operator's, whoever set them
-		// before (an earlier bundle that shipped these objects, or
-		// `kubectl apply -k config/prometheus`).
-		if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-		}
-		names = append(names, o.GetKind()+" "+o.GetName())
-	}
-	if got := strings.Join(names, ", "); got != a.applied {
-		a.Log.Info("applied the monitoring objects", "namespace", a.Namespace, "objects", got, "owner", "Deployment "+a.owner.Name)
-		a.applied = got
-	}
-	return nil
 }

@@ -139,10 +139,7 @@ func TestSyncWithoutTheAPILogsOnce(t *testing.T) {
 	g := NewWithT(t)
 	var log logLines
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
-	a := &Applier{
-		Client: c, Reader: c, Namespace: "ops", PodName: "op-1", Log: log.logger(),
-		Discovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}},
-	}
+	a := NewApplier(c, c, &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}, Options{Namespace: "ops", PodName: "op-1", Log: log.logger()})
 	for range 3 {
 		g.Expect(a.Sync(context.Background())).To(BeFalse(), "the API may appear later")
 	}
@@ -156,7 +153,7 @@ func TestSyncLogsARepeatedFailureOnce(t *testing.T) {
 	var log logLines
 	// The pod is not there: every round fails the same way.
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
-	a := &Applier{Client: c, Reader: c, Namespace: "ops", PodName: "op-1", Log: log.logger(), Discovery: servedDiscovery()}
+	a := NewApplier(c, c, servedDiscovery(), Options{Namespace: "ops", PodName: "op-1", Log: log.logger()})
 	for range 3 {
 		g.Expect(a.Sync(context.Background())).To(BeFalse())
 	}
@@ -172,7 +169,7 @@ func TestSyncLogsARepeatedFailureOnce(t *testing.T) {
 	g.Expect(a.Sync(context.Background())).To(BeFalse())
 	g.Expect(log.errors()).To(HaveLen(1))
 	g.Expect(log.get()).To(HaveLen(2), "one line for the apply: %v", log.get())
-	g.Expect(log.get()[1]).To(ContainSubstring("applied the monitoring objects"))
+	g.Expect(log.get()[1]).To(ContainSubstring("applied the ServiceMonitor and PrometheusRule"))
 }
 
 func TestSyncWithoutADeploymentStops(t *testing.T) {
@@ -181,7 +178,7 @@ func TestSyncWithoutADeploymentStops(t *testing.T) {
 	pod, _ := managerObjects()
 	pod.OwnerReferences = nil
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod).Build()
-	a := &Applier{Client: c, Reader: c, Namespace: "ops", PodName: pod.Name, Log: log.logger(), Discovery: servedDiscovery()}
+	a := NewApplier(c, c, servedDiscovery(), Options{Namespace: "ops", PodName: pod.Name, Log: log.logger()})
 	g.Expect(a.Sync(context.Background())).To(BeTrue())
 	g.Expect(log.errors()).To(BeEmpty())
 	g.Expect(log.get()).To(ConsistOf(ContainSubstring("not applying")))

@@ -19,6 +19,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,10 +215,17 @@ func testRealInPlaceImageUpdate(t *testing.T) {
 		}
 	}
 
-	step("under InPlaceOnly, an env change keeps the pods, and Progressing names spec.env")
+	step("under InPlaceOnly, an env change is refused at admission, naming spec.env")
 	kept := livePods(Default, t.Context(), ps.Namespace, ps.Name)
 	Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly"}}}}`)).To(Succeed())
-	Expect(patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}]}}`)).To(Succeed())
+	err := patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}]}}`)
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want the admission policy's 422, got %v", err)
+	Expect(err.Error()).To(ContainSubstring("denied request: spec.env: cannot change under podUpdatePolicy InPlaceOnly"))
+
+	step("a change made before InPlaceOnly was set (the rollout paused) keeps the pods, and Progressing names spec.env")
+	Expect(patchPodSet(t, ps, `{"spec":{"env":[{"name":"MODE","value":"c"}],"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceIfPossible","paused":true}}}}`)).To(Succeed())
+	Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly"}}}}`)).To(Succeed())
+	Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":false}}}}`)).To(Succeed())
 	Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())

@@ -284,7 +284,7 @@ func exercise(t *testing.T, m mode) {
 	// error: not served, or applied.
 	wantLine := "is not served"
 	if m.monitoringCRDs {
-		wantLine = "applied the monitoring objects"
+		wantLine = "applied the ServiceMonitor and PrometheusRule"
 	}
 	if lines := monitoringLog(t, manager); len(lines) != 1 || !strings.Contains(lines[0], wantLine) {
 		t.Errorf("the manager's monitoring log, want one line saying %q:\n%s", wantLine, strings.Join(lines, "\n"))

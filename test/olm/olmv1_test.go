@@ -477,7 +477,27 @@ func TestOLMv1(t *testing.T) {
 		{"Services it installed", &corev1.ServiceList{}, []client.ListOption{client.InNamespace(installNamespace), owned}},
 		{"ClusterRoles it installed", &rbacv1.ClusterRoleList{}, []client.ListOption{owned}},
 		{"ClusterRoleBindings it installed", &rbacv1.ClusterRoleBindingList{}, []client.ListOption{owned}},
+		// Applied by the manager, owned by the CRD: they go with it.
+		{"admission policies", &admissionregistrationv1.ValidatingAdmissionPolicyList{}, nil},
+		{"admission policy bindings", &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}, nil},
 	}
+	// The manager of 0.3.0 applies the InPlaceOnly admission policy once it
+	// leads, owned by the CRD.
+	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		err := k8s.Get(ctx, client.ObjectKey{Name: "podsets-in-place-only.app.example.com"}, &vap)
+		if apierrors.IsNotFound(err) {
+			return false, "no admission policy", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		owners := vap.GetOwnerReferences()
+		if len(owners) != 1 || owners[0].Kind != "CustomResourceDefinition" || owners[0].Name != crdName {
+			return false, fmt.Sprintf("admission policy owned by %v, want the CRD", owners), nil
+		}
+		return true, "", nil
+	}))
 	for _, c := range installed {
 		must(t, k8s.List(ctx, c.list, c.opts...))
 		if meta.LenList(c.list) == 0 {
@@ -537,7 +557,7 @@ func TestOLMv1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after deleting the ClusterExtension: %v", err)
 	}
-	t.Logf("ClusterExtension deleted: its CRD, the PodSet and its pods, the operator's pod, Deployment, Service, ServiceAccount, ClusterRoles and bindings gone after %s", time.Since(deleted).Round(100*time.Millisecond))
+	t.Logf("ClusterExtension deleted: its CRD, the PodSet and its pods, the admission policy, the operator's pod, Deployment, Service, ServiceAccount, ClusterRoles and bindings gone after %s", time.Since(deleted).Round(100*time.Millisecond))
 	// What the user created stays: the ClusterCatalog, the namespace, the
 	// installer and its binding.
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(catalog), catalog))

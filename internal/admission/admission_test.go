@@ -1,0 +1,49 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func TestObjects(t *testing.T) {
+	g := NewWithT(t)
+	owner := &metav1.OwnerReference{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: CRDName, UID: "crd-uid"}
+	objs, err := Objects(owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(2))
+	g.Expect(objs[0].GetKind()).To(Equal("ValidatingAdmissionPolicy"))
+	g.Expect(objs[1].GetKind()).To(Equal("ValidatingAdmissionPolicyBinding"))
+	for _, o := range objs {
+		g.Expect(o.GetName()).To(Equal("podsets-in-place-only.app.example.com"), "the name the manager's RBAC allows")
+		g.Expect(o.GetNamespace()).To(BeEmpty())
+		g.Expect(o.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{*owner}))
+	}
+	g.Expect(objs[1].Object["spec"]).To(HaveKeyWithValue("policyName", objs[0].GetName()))
+}
+
+// Kubernetes 1.29 serves admissionregistration.k8s.io/v1 (the webhook
+// configurations) without the policies: nothing is applied, and one line
+// says so however many rounds pass.
+func TestSyncWithoutPolicies(t *testing.T) {
+	g := NewWithT(t)
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: GroupVersion,
+		APIResources: []metav1.APIResource{{Name: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"}},
+	}}}}
+	a := NewApplier(c, c, disc, Options{Log: log})
+	for range 3 {
+		g.Expect(a.Sync(context.Background())).To(BeFalse(), "the cluster may be upgraded")
+	}
+	g.Expect(lines).To(ConsistOf(ContainSubstring("is not served (Kubernetes before 1.30)")))
+}

@@ -1,0 +1,167 @@
+package admission
+
+// The policy against a real kube-apiserver and etcd (envtest, with the
+// binaries `make envtest-assets` builds) and the PodSet CRD: the Applier
+// applies it, owned by the CRD, and it refuses under InPlaceOnly exactly the
+// changes that inplace.Classify says cannot be made in place.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace/inplacetest"
+	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/internal/selfapply"
+)
+
+func TestPolicyAgainstAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		m, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s-*", "kube-apiserver"))
+		if len(m) > 0 {
+			assets = filepath.Dir(m[len(m)-1])
+		}
+	}
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must name the envtest binaries: run `make test`")
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(appv1alpha1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := t.Context()
+
+	// One round applies the policy and its binding, owned by the CRD, by
+	// the operator's field manager.
+	a := NewApplier(c, c, disc, Options{Log: testr.New(t)})
+	g.Expect(a.Sync(ctx)).To(BeFalse())
+	owner, err := CRDOwner(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owner.UID).NotTo(BeEmpty())
+	want, err := Objects(owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(want).To(HaveLen(2))
+	for _, w := range want {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(w.GroupVersionKind())
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed(), "%s %s", w.GetKind(), w.GetName())
+		g.Expect(got.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{*owner}))
+		var managers []string
+		for _, f := range got.GetManagedFields() {
+			managers = append(managers, string(f.Operation)+" "+f.Manager)
+		}
+		g.Expect(managers).To(Equal([]string{"Apply " + selfapply.FieldOwner}))
+	}
+	// An expression that fails to compile or to evaluate fails the
+	// request (failurePolicy Fail), so the table below, which wants the
+	// in-place changes taken, finds such a mistake too. (The policy's
+	// status.typeChecking is written by kube-controller-manager, which
+	// envtest does not run.)
+	policy := &unstructured.Unstructured{}
+	policy.SetGroupVersionKind(want[0].GroupVersionKind())
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "admission"}}
+	g.Expect(c.Create(ctx, ns)).To(Succeed())
+
+	// The API server loads a new policy in the background: wait until an
+	// env change under InPlaceOnly is refused.
+	probe := createPodSet(g, c, ns.Name, "probe", appv1alpha1.InPlaceOnlyPodUpdatePolicy, revision.Template{})
+	g.Eventually(func() error {
+		return c.Patch(ctx, probe, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"env":[{"name":"A","value":"1"}]}}`)))
+	}).WithTimeout(30 * time.Second).Should(HaveOccurred())
+
+	for i, tc := range inplacetest.ClassifyCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			for _, policy := range []appv1alpha1.PodUpdatePolicy{appv1alpha1.InPlaceOnlyPodUpdatePolicy, appv1alpha1.InPlaceIfPossiblePodUpdatePolicy} {
+				g := NewWithT(t)
+				ps := createPodSet(g, c, ns.Name, fmt.Sprintf("case-%d-%s", i, strings.ToLower(string(policy))), policy, tc.From)
+				updated := ps.DeepCopy()
+				setTemplate(updated, tc.To)
+				err := c.Patch(ctx, updated, client.MergeFrom(ps))
+				if tc.Want.InPlace() || policy != appv1alpha1.InPlaceOnlyPodUpdatePolicy {
+					g.Expect(err).NotTo(HaveOccurred(), string(policy))
+					continue
+				}
+				g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+				field := regexp.MustCompile(`^spec\.[a-zA-Z]+`).FindString(tc.Want.NotInPlace)
+				g.Expect(err.Error()).To(MatchRegexp(`denied request: `+regexp.QuoteMeta(field)+`\b`), "the error names %s", field)
+				g.Expect(err.Error()).To(ContainSubstring("InPlaceOnly"))
+			}
+		})
+	}
+
+	// The policy that counts is the one the update asks for: a change that
+	// moves to InPlaceOnly is refused, one that leaves it is taken.
+	t.Run("policy changed with the template", func(t *testing.T) {
+		g := NewWithT(t)
+		envChange := []byte(`{"spec":{"env":[{"name":"A","value":"1"}],"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"%s"}}}}`)
+		into := createPodSet(g, c, ns.Name, "into", appv1alpha1.InPlaceIfPossiblePodUpdatePolicy, revision.Template{})
+		err := c.Patch(ctx, into, client.RawPatch(client.Merge.Type(), fmt.Appendf(nil, string(envChange), appv1alpha1.InPlaceOnlyPodUpdatePolicy)))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		out := createPodSet(g, c, ns.Name, "out", appv1alpha1.InPlaceOnlyPodUpdatePolicy, revision.Template{})
+		g.Expect(c.Patch(ctx, out, client.RawPatch(client.Merge.Type(), fmt.Appendf(nil, string(envChange), appv1alpha1.ReCreatePodUpdatePolicy)))).To(Succeed())
+	})
+
+	// The status and scale subresources are not the policy's: the
+	// operator's status writes and `kubectl scale` pass.
+	t.Run("subresources", func(t *testing.T) {
+		g := NewWithT(t)
+		ps := createPodSet(g, c, ns.Name, "subresources", appv1alpha1.InPlaceOnlyPodUpdatePolicy, revision.Template{})
+		ps.Status.Replicas = 1
+		g.Expect(c.Status().Update(ctx, ps)).To(Succeed())
+		g.Expect(c.SubResource("scale").Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	})
+
+	// A policy deleted by hand comes back at the next round.
+	g.Expect(c.Delete(ctx, want[0])).To(Succeed())
+	g.Expect(a.Sync(ctx)).To(BeFalse())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(want[0]), policy)).To(Succeed())
+}
+
+// createPodSet creates a PodSet of no pods with the template t under
+// policy, and returns it as stored.
+func createPodSet(g Gomega, c client.Client, ns, name string, policy appv1alpha1.PodUpdatePolicy, t revision.Template) *appv1alpha1.PodSet {
+	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	ps.Spec.Replicas = new(int32)
+	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: policy}
+	setTemplate(ps, t)
+	g.Expect(c.Create(context.Background(), ps)).To(Succeed())
+	return ps
+}
+
+// setTemplate sets the pod template fields of ps's spec to t's.
+func setTemplate(ps *appv1alpha1.PodSet, t revision.Template) {
+	ps.Spec.Image, ps.Spec.Command, ps.Spec.Args, ps.Spec.Env = t.Image, t.Command, t.Args, t.Env
+	ps.Spec.Resources, ps.Spec.PodAnnotations, ps.Spec.ResizePolicy = t.Resources, t.PodAnnotations, t.ResizePolicy
+}
