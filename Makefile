@@ -297,7 +297,7 @@ test-bundle-image: ## Build the bundle image with bundle-build and buildah (inst
 # The two images above as archives for the real node's registry: the real-node
 # targets have the tests above make them again only when their sources are
 # newer (after changing IMG or BUNDLE_IMG, run the tests above).
-MANAGER_SOURCES := Dockerfile .dockerignore go.mod go.sum main.go $(shell find api controllers internal -name '*.go' -not -name '*_test.go')
+MANAGER_SOURCES := Dockerfile .dockerignore go.mod go.sum main.go $(shell find api controllers internal -name '*.go' -not -name '*_test.go') $(wildcard internal/*/*.yaml)
 $(NODE_IMAGES)/manager.tar: $(MANAGER_SOURCES)
 	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 $(NODE_IMAGES)/bundle.tar: bundle.Dockerfile bundle.Dockerfile.dockerignore $(shell find bundle -type f)

@@ -33,12 +33,37 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-type shape struct{ owners, replicas int }
+// shape is a phase's owners and replicas, and how the client writes the
+// owners: clientParallelism requests in flight (a GitOps tool's parallel
+// waves), or one at a time (sequential: `kubectl apply -f dir/`, the HPA).
+type shape struct {
+	owners, replicas int
+	sequential       bool
+}
 
-func (s shape) String() string { return fmt.Sprintf("%dx%d", s.owners, s.replicas) }
-func (s shape) pods() int      { return s.owners * s.replicas }
+// sequentialSuffix marks a sequential shape's name: 100x10-seq.
+const sequentialSuffix = "-seq"
 
-func parseShapes(v string) ([]shape, error) {
+func (s shape) String() string {
+	name := fmt.Sprintf("%dx%d", s.owners, s.replicas)
+	if s.sequential {
+		name += sequentialSuffix
+	}
+	return name
+}
+func (s shape) pods() int { return s.owners * s.replicas }
+
+// clientWidth is how many owner writes the client has in flight.
+func (s shape) clientWidth() int {
+	if s.sequential {
+		return 1
+	}
+	return clientParallelism
+}
+
+// parseShapes parses comma-separated OWNERSxREPLICAS shapes, sequential
+// ones when sequential is set.
+func parseShapes(v string, sequential bool) ([]shape, error) {
 	var out []shape
 	for f := range strings.SplitSeq(v, ",") {
 		o, r, ok := strings.Cut(strings.TrimSpace(f), "x")
@@ -47,7 +72,7 @@ func parseShapes(v string) ([]shape, error) {
 		if !ok || err1 != nil || err2 != nil || owners < 1 || replicas < 1 {
 			return nil, fmt.Errorf("bad shape %q: want OWNERSxREPLICAS, e.g. 100x10", f)
 		}
-		out = append(out, shape{owners, replicas})
+		out = append(out, shape{owners, replicas, sequential})
 	}
 	return out, nil
 }
@@ -76,6 +101,7 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes; empty skips the scaling phases")
+	sequentialShapes := flag.String("sequential-shapes", "100x10", "comma-separated OWNERSxREPLICAS shapes whose owners the client creates, then scales down, one request at a time (as `kubectl apply -f dir/` and the HPA do), after the -shapes; empty skips them")
 	rolloutShapes := flag.String("rollout-shapes", "1x1000,100x10", "OWNERSxREPLICAS shapes of the rollout phase (PodSets against Deployments); empty skips it")
 	flag.IntVar(&o.runs, "runs", 3, "runs per shape and kind")
 	flag.StringVar(&o.out, "out", "docs", "directory for benchmarks.json and benchmarks.png")
@@ -104,22 +130,30 @@ func parseFlags() (options, error) {
 		// already hold the first one's pods: where an overshoot would come
 		// from.
 		*shapes, o.runs, o.rss = "2x5,5x2,1x600", 1, false
+		*sequentialShapes = "5x2"
 		// Two PodSets of 20: bounds of 25 live and 15 ready each.
 		*rolloutShapes = "2x20"
 	}
 	var err error
 	if *shapes != "" {
-		if o.shapes, err = parseShapes(*shapes); err != nil {
+		if o.shapes, err = parseShapes(*shapes, false); err != nil {
 			return o, err
 		}
 	}
+	if *sequentialShapes != "" {
+		seq, err := parseShapes(*sequentialShapes, true)
+		if err != nil {
+			return o, err
+		}
+		o.shapes = append(o.shapes, seq...)
+	}
 	if *rolloutShapes != "" {
-		if o.rolloutShapes, err = parseShapes(*rolloutShapes); err != nil {
+		if o.rolloutShapes, err = parseShapes(*rolloutShapes, false); err != nil {
 			return o, err
 		}
 	}
 	if o.rss {
-		if s, err := parseShapes(*rssShape); err != nil || len(s) != 1 {
+		if s, err := parseShapes(*rssShape, false); err != nil || len(s) != 1 {
 			return o, fmt.Errorf("bad -rss-shape %q", *rssShape)
 		} else {
 			o.rssShape = s[0]
@@ -296,6 +330,12 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		// once per shape of several owners.
 		done := map[int]bool{}
 		for _, s := range o.shapes {
+			if s.sequential {
+				// No direct floor: a client writing its owners one at a
+				// time leaves a controller no floor to compare with
+				// but the ReplicaSet's.
+				continue
+			}
 			if !done[s.pods()] {
 				done[s.pods()] = true
 				rep.Phases = append(rep.Phases, b.directPhase(ctx, s, false, r))

@@ -124,15 +124,15 @@ func (b *bench) apiserverProfile(ctx context.Context, seconds int, path string) 
 // ownerPhase runs one kind of owner (podset or replicaset) at one shape:
 // scale up from nothing, then down by half.
 func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, first bool) phaseResult {
-	res := phaseResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Run: run, WentFirst: first, Target: s.pods()}
+	res := phaseResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Sequential: s.sequential, Run: run, WentFirst: first, Target: s.pods()}
 	ns := fmt.Sprintf("bench-%s-%s-r%d", kind, s, run)
 	logf("%s %s run %d: starting in namespace %s", kind, s, run, ns)
-	if err := b.ownerPhaseIn(ctx, ns, &res); err != nil {
+	if err := b.ownerPhaseIn(ctx, ns, s.clientWidth(), &res); err != nil {
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: created %.2fs bound %.2fs ready %.2fs status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
-			kind, s, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
+		logf("%s %s run %d: owners written %.2fs created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
+			kind, s, run, res.OwnersCreatedS, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.PodStartupP50S, res.PodStartupP99S, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
 			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
 	}
 	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
@@ -141,7 +141,9 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 	return res
 }
 
-func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) error {
+// ownerPhaseIn runs the phase in namespace ns, the client writing the
+// owners with width requests in flight.
+func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *phaseResult) error {
 	if err := createNamespace(ctx, b.cs, ns); err != nil {
 		return err
 	}
@@ -200,7 +202,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	start := time.Now()
 	pw.expectScaleUp(start, res.Target)
 	ow.expect(start, res.Owners, int64(res.Replicas))
-	if err := driver.create(ctx, ns, res.Owners, res.Replicas); err != nil {
+	if err := driver.create(ctx, ns, res.Owners, res.Replicas, width); err != nil {
 		return fmt.Errorf("creating owners: %w", err)
 	}
 	ownersCreated := time.Now()
@@ -213,6 +215,8 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	up := pw.counts()
 	res.OwnersCreatedS = secs(ownersCreated.Sub(start))
 	res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.StatusS = secs(up.allCreated), secs(up.allBound), secs(up.allReady), secs(ow.caughtUpAfter())
+	p50, p99 := pw.startupQuantiles()
+	res.PodStartupP50S, res.PodStartupP99S = secs(p50), secs(p99)
 	trace := traceOwners(ow, pw)
 	res.OwnerToFirstPodMedianS, res.OwnerToFirstPodP90S = secs(trace.ToFirstMedian), secs(trace.ToFirstP90)
 	res.FirstToLastPodMedianS, res.FirstToLastPodP90S = secs(trace.FirstToLastMedian), secs(trace.FirstToLastP90)
@@ -243,7 +247,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, res *phaseResult) e
 	start = time.Now()
 	pw.expectScaleDown(start, wantLive)
 	ow.expect(start, res.Owners, int64(down))
-	if err := driver.scale(ctx, ns, res.Owners, down); err != nil {
+	if err := driver.scale(ctx, ns, res.Owners, down, width); err != nil {
 		return fmt.Errorf("scaling owners down: %w", err)
 	}
 	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "scale-down", func() bool {
@@ -343,6 +347,8 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		}
 		c := pw.counts()
 		res.AllCreatedS, res.AllBoundS, res.AllReadyS = secs(c.allCreated), secs(c.allBound), secs(c.allReady)
+		p50, p99 := pw.startupQuantiles()
+		res.PodStartupP50S, res.PodStartupP99S = secs(p50), secs(p99)
 
 		// The scale-down's floor: half the pods deleted by a client with no
 		// decision to make, every delete sent at once as both controllers
@@ -372,7 +378,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		res.Error = err.Error()
 		logf("direct %s run %d: ERROR %v", res.Shape, run, err)
 	} else {
-		logf("direct %s run %d: created %.2fs bound %.2fs ready %.2fs down %.2fs", res.Shape, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.ScaleDownS)
+		logf("direct %s run %d: created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) down %.2fs", res.Shape, run, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.PodStartupP50S, res.PodStartupP99S, res.ScaleDownS)
 	}
 	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
@@ -425,7 +431,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 		}
 		start := time.Now()
 		ow.expect(start, o.rssShape.owners, int64(o.rssShape.replicas))
-		if err := (podSetDriver{b.dc}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas); err != nil {
+		if err := (podSetDriver{b.dc}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas, clientParallelism); err != nil {
 			return err
 		}
 		if o.profileDir != "" {

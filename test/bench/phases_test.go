@@ -94,7 +94,7 @@ func TestFailedRunsOfEveryKindAreListedAndLeftOut(t *testing.T) {
 		ContainSubstring("replicaset 1x1000 run 2: waiting for every pod Ready"),
 		ContainSubstring("rollout deployment 100x10 run 3: waiting for every pod rolled"),
 	))
-	for _, row := range summarise(r.Phases, []shape{{1, 1000}}) {
+	for _, row := range summarise(r.Phases, []shape{{owners: 1, replicas: 1000}}) {
 		if row.Figure == "all pods created (s)" {
 			g.Expect(row.ReplicaSet).To(Equal(4.0), "the stalled run's 190 s is not in the median")
 		}

@@ -24,7 +24,9 @@ type phaseResult struct {
 	Shape    string `json:"shape"`
 	Owners   int    `json:"owners"`
 	Replicas int    `json:"replicas"`
-	Run      int    `json:"run"`
+	// Sequential: the client wrote the owners one request at a time.
+	Sequential bool `json:"sequential,omitempty"`
+	Run        int  `json:"run"`
 	// WentFirst: this kind ran before the other in this shape and run.
 	WentFirst bool `json:"wentFirst"`
 	Target    int  `json:"targetPods"`
@@ -51,6 +53,12 @@ type phaseResult struct {
 	OwnerToFirstPodP90S    float64 `json:"ownerToFirstPodP90Seconds,omitempty"`
 	FirstToLastPodMedianS  float64 `json:"firstToLastPodMedianSeconds,omitempty"`
 	FirstToLastPodP90S     float64 `json:"firstToLastPodP90Seconds,omitempty"`
+
+	// PodStartupP50S and PodStartupP99S are the scale-up's pod startup
+	// latency (a pod's first sight to its first sight Ready, in the pod
+	// watch), median and 99th percentile over its pods.
+	PodStartupP50S float64 `json:"podStartupP50Seconds,omitempty"`
+	PodStartupP99S float64 `json:"podStartupP99Seconds,omitempty"`
 
 	// MaxLive is the most live pods seen at once; Overshoot how far that
 	// exceeded the target; Created the distinct pods ever created.
@@ -183,6 +191,8 @@ var figures = []struct {
 	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, true},
 	{"scale down: pods left live reached (s)", func(p phaseResult) float64 { return p.ScaleDownPodsS }, true, true},
 	{"scale down: status caught up (s)", func(p phaseResult) float64 { return p.ScaleDownStatusS }, true, false},
+	{"per pod: created to Ready, p50 (s)", func(p phaseResult) float64 { return p.PodStartupP50S }, true, true},
+	{"per pod: created to Ready, p99 (s)", func(p phaseResult) float64 { return p.PodStartupP99S }, true, true},
 	{"per owner: owner seen to its first pod, median (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodMedianS }, true, false},
 	{"per owner: owner seen to its first pod, p90 (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodP90S }, true, false},
 	{"per owner: first pod to last pod, median (s)", func(p phaseResult) float64 { return p.FirstToLastPodMedianS }, true, false},
@@ -229,7 +239,7 @@ func summarise(phases []phaseResult, shapes []shape) []medianRow {
 				xs = append(xs, get(p))
 			}
 		}
-		if len(xs) > 0 || kind != "direct" {
+		if len(xs) > 0 || kind != "direct" || s.sequential {
 			return xs
 		}
 		// No direct run with this shape's owners: the direct client's

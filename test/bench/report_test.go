@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -18,7 +19,7 @@ func TestSummariseDirectFigurePerShape(t *testing.T) {
 		{Kind: "podset", Shape: "1x1000", Owners: 1, Replicas: 1000, Target: 1000, AllCreatedS: 4},
 	}
 	direct := map[string]float64{}
-	for _, row := range summarise(phases, []shape{{1, 1000}, {1000, 1}}) {
+	for _, row := range summarise(phases, []shape{{owners: 1, replicas: 1000}, {owners: 1000, replicas: 1}}) {
 		if row.Figure == "all pods created (s)" {
 			direct[row.Shape] = row.Direct
 		}
@@ -32,7 +33,7 @@ func TestSummariseDirectFigurePerShape(t *testing.T) {
 func TestChartShowsTheJudgedTimesOfEveryShape(t *testing.T) {
 	g := NewWithT(t)
 	var charted []string
-	for _, row := range chartRows(summarise(nil, []shape{{1, 1000}, {100, 10}})) {
+	for _, row := range chartRows(summarise(nil, []shape{{owners: 1, replicas: 1000}, {owners: 100, replicas: 10}})) {
 		charted = append(charted, row.Shape+" "+row.Figure)
 	}
 	var want []string
@@ -49,4 +50,24 @@ func TestChartShowsTheJudgedTimesOfEveryShape(t *testing.T) {
 	for name := range chartedFigures {
 		g.Expect(tabled).To(HaveKey(name), "a charted figure the table no longer has")
 	}
+}
+
+// A sequential shape has no direct floor: the bare pods' run of the same
+// count does not stand for it.
+func TestSummariseSequentialShapeHasNoDirectFigure(t *testing.T) {
+	g := NewWithT(t)
+	seq := shape{owners: 100, replicas: 10, sequential: true}
+	g.Expect(seq.String()).To(Equal("100x10-seq"))
+	g.Expect(seq.clientWidth()).To(Equal(1))
+	phases := []phaseResult{
+		{Kind: "direct", Shape: "1000x1-direct", Target: 1000, AllCreatedS: 3, PodStartupP50S: 1},
+		{Kind: "podset", Shape: "100x10-seq", Owners: 100, Replicas: 10, Sequential: true, Target: 1000, AllCreatedS: 8, PodStartupP50S: 2},
+		{Kind: "replicaset", Shape: "100x10-seq", Owners: 100, Replicas: 10, Sequential: true, Target: 1000, AllCreatedS: 4, PodStartupP50S: 1},
+	}
+	rows := map[string]medianRow{}
+	for _, row := range summarise(phases, []shape{seq}) {
+		rows[row.Figure] = row
+	}
+	g.Expect(math.IsNaN(rows["all pods created (s)"].Direct)).To(BeTrue(), "no direct run stands for it")
+	g.Expect(rows["per pod: created to Ready, p50 (s)"].Ratio).To(Equal(2.0))
 }

@@ -269,7 +269,7 @@ func (w *statusWatcher) rolledAfter() time.Duration {
 // template. The owner itself carries the rollout annotation too, so that
 // the status watcher knows which spec its status is about.
 type rolloutDriver interface {
-	create(ctx context.Context, ns string, owners, replicas int) error
+	create(ctx context.Context, ns string, owners, replicas, width int) error
 	roll(ctx context.Context, ns string, owners int) error
 }
 
@@ -277,7 +277,7 @@ type podSetRollout struct{ podSetDriver }
 
 func (d podSetRollout) roll(ctx context.Context, ns string, owners int) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"1"}},"spec":{"podAnnotations":{%q:"1"}}}`, rolloutAnnotation, rolloutAnnotation)
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, owners, clientParallelism, func(ctx context.Context, i int) error {
 		_, err := d.dc.Resource(podSetGVR).Namespace(ns).Patch(ctx, ownerName(i), types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -285,8 +285,8 @@ func (d podSetRollout) roll(ctx context.Context, ns string, owners int) error {
 
 type deploymentRollout struct{ cs kubernetes.Interface }
 
-func (d deploymentRollout) create(ctx context.Context, ns string, owners, replicas int) error {
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+func (d deploymentRollout) create(ctx context.Context, ns string, owners, replicas, width int) error {
+	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
 		dep := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
@@ -305,7 +305,7 @@ func (d deploymentRollout) create(ctx context.Context, ns string, owners, replic
 
 func (d deploymentRollout) roll(ctx context.Context, ns string, owners int) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"1"}},"spec":{"template":{"metadata":{"annotations":{%q:"1"}}}}}`, rolloutAnnotation, rolloutAnnotation)
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, owners, clientParallelism, func(ctx context.Context, i int) error {
 		_, err := d.cs.AppsV1().Deployments(ns).Patch(ctx, ownerName(i), types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -353,7 +353,7 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 	if err != nil {
 		return err
 	}
-	if err := driver.create(ctx, ns, res.Owners, res.Replicas); err != nil {
+	if err := driver.create(ctx, ns, res.Owners, res.Replicas, clientParallelism); err != nil {
 		return fmt.Errorf("creating owners: %w", err)
 	}
 	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "every old pod Ready", func() bool {

@@ -47,6 +47,13 @@ type podWatcher struct {
 	// controller (by its UID) were first seen: with the owner watcher's
 	// first sight of the owner, the per-owner trace of ownerLatencies.
 	firstPod, lastPod map[types.UID]time.Time
+
+	// notReadyYet holds when each pod not yet Ready was first seen, and
+	// startup each pod's time from then to its first sight Ready: pod
+	// startup latency as a watch observes it (the figure of the Kubernetes
+	// pod startup SLO, without image pulls, which kwok does not make).
+	notReadyYet map[types.UID]time.Time
+	startup     []time.Duration
 }
 
 type podState struct{ live, bound, ready bool }
@@ -66,7 +73,7 @@ func isReady(p *corev1.Pod) bool {
 
 func newPodWatcher() *podWatcher {
 	return &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1,
-		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}}
+		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}, notReadyYet: map[types.UID]time.Time{}}
 }
 
 // watchPods starts an informer on the namespace's pods and returns once it
@@ -118,6 +125,15 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 	cur := podState{live: !deleted && isLive(p)}
 	cur.bound = cur.live && p.Spec.NodeName != ""
 	cur.ready = cur.live && isReady(p)
+	if !seen && !deleted {
+		w.notReadyYet[p.UID] = now
+	}
+	if since, ok := w.notReadyYet[p.UID]; ok && (cur.ready || deleted) {
+		if cur.ready {
+			w.startup = append(w.startup, now.Sub(since))
+		}
+		delete(w.notReadyYet, p.UID)
+	}
 	if deleted {
 		delete(w.pods, p.UID)
 	} else {
@@ -176,6 +192,14 @@ func (w *podWatcher) expectScaleDown(start time.Time, pods int) {
 	defer w.mu.Unlock()
 	w.start, w.wantCreated, w.wantReady, w.wantLiveAtMost, w.liveReached = start, 0, 0, pods, 0
 	w.check(time.Now())
+}
+
+// startupQuantiles returns the median and 99th percentile of the pods'
+// startup latencies so far.
+func (w *podWatcher) startupQuantiles() (p50, p99 time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return quantile(w.startup, 0.5), quantile(w.startup, 0.99)
 }
 
 type podCounts struct {

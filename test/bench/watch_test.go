@@ -68,3 +68,32 @@ func TestPodWatcherBound(t *testing.T) {
 	w.observe(pod("c", "node-1", true), false)
 	g.Expect(w.counts().allReady).To(BeNumerically(">=", c.allBound))
 }
+
+// TestPodWatcherStartup: each pod's startup is counted once, from its first
+// sight to its first sight Ready; a pod deleted before Ready, and a pod
+// turning Ready again, count for nothing.
+func TestPodWatcherStartup(t *testing.T) {
+	g := NewWithT(t)
+	pod := func(name string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{NodeName: "node-1"}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	w := newPodWatcher()
+	w.expectScaleUp(time.Now(), 3)
+	w.observe(pod("a", false), false)
+	w.observe(pod("gone", false), false)
+	time.Sleep(20 * time.Millisecond)
+	w.observe(pod("gone", false), true)
+	w.observe(pod("b", true), false) // Ready at first sight: 0
+	time.Sleep(30 * time.Millisecond)
+	w.observe(pod("a", true), false)
+	w.observe(pod("a", false), false)
+	w.observe(pod("a", true), false)
+	g.Expect(w.startup).To(HaveLen(2))
+	p50, p99 := w.startupQuantiles()
+	g.Expect(p50).To(BeZero(), "b's")
+	g.Expect(p99).To(BeNumerically(">=", 50*time.Millisecond), "a's, from its first sight")
+}

@@ -70,9 +70,9 @@ func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 	}
 }
 
-// parallel runs fn(0..n-1) on clientParallelism goroutines and returns the
-// first error.
-func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+// parallel runs fn(0..n-1) on width goroutines (in order when width is 1)
+// and returns the first error.
+func parallel(ctx context.Context, n, width int, fn func(ctx context.Context, i int) error) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -81,7 +81,7 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for range min(n, clientParallelism) {
+	for range max(1, min(n, width)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
@@ -101,16 +101,17 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 
 func ownerName(i int) string { return fmt.Sprintf("o-%04d", i) }
 
-// ownerDriver creates the owners of one phase and scales them.
+// ownerDriver creates the owners of one phase and scales them, with width
+// requests in flight.
 type ownerDriver interface {
-	create(ctx context.Context, ns string, owners, replicas int) error
-	scale(ctx context.Context, ns string, owners, replicas int) error
+	create(ctx context.Context, ns string, owners, replicas, width int) error
+	scale(ctx context.Context, ns string, owners, replicas, width int) error
 }
 
 type podSetDriver struct{ dc dynamic.Interface }
 
-func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas int) error {
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
+	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		ps := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "app.example.com/v1alpha1",
 			"kind":       "PodSet",
@@ -124,9 +125,9 @@ func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas in
 	})
 }
 
-func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas int) error {
+func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas, width int) error {
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		_, err := d.dc.Resource(podSetGVR).Namespace(ns).Patch(ctx, ownerName(i), types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -134,8 +135,8 @@ func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas int
 
 type replicaSetDriver struct{ cs kubernetes.Interface }
 
-func (d replicaSetDriver) create(ctx context.Context, ns string, owners, replicas int) error {
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+func (d replicaSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
+	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
@@ -150,9 +151,9 @@ func (d replicaSetDriver) create(ctx context.Context, ns string, owners, replica
 	})
 }
 
-func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas int) error {
+func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas, width int) error {
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	return parallel(ctx, owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		_, err := d.cs.AppsV1().ReplicaSets(ns).Patch(ctx, ownerName(i), types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -161,7 +162,7 @@ func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas
 // createPodsDirectly is the physical limit: the same pods, created by a
 // client with clientParallelism requests in flight and no controller.
 func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, extraLabels map[string]string) error {
-	return parallel(ctx, pods, func(ctx context.Context, i int) error {
+	return parallel(ctx, pods, clientParallelism, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: "direct"}
 		for k, v := range extraLabels {
 			labels[k] = v
@@ -176,7 +177,7 @@ func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix
 // s.replicas pods (at once) with an ownerReference to it: what a controller
 // with nothing to decide would send for shape s.
 func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape) error {
-	return parallel(ctx, s.owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, s.owners, clientParallelism, func(ctx context.Context, i int) error {
 		owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%05d", i)},
 		}, metav1.CreateOptions{})
@@ -220,7 +221,7 @@ func deletePodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix
 // clientParallelism owners at a time.
 func deleteOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape) error {
 	patch := []byte(`{"metadata":{"annotations":{"bench.podset.example.com/scaled":"down"}}}`)
-	return parallel(ctx, s.owners, func(ctx context.Context, i int) error {
+	return parallel(ctx, s.owners, clientParallelism, func(ctx context.Context, i int) error {
 		owner := fmt.Sprintf("owner-%05d", i)
 		if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, owner, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return err
