@@ -239,7 +239,7 @@ func summarise(phases []phaseResult, shapes []shape) []medianRow {
 				xs = append(xs, get(p))
 			}
 		}
-		if len(xs) > 0 || kind != "direct" || s.sequential {
+		if len(xs) > 0 || kind != "direct" {
 			return xs
 		}
 		// No direct run with this shape's owners: the direct client's
@@ -258,7 +258,8 @@ func summarise(phases []phaseResult, shapes []shape) []medianRow {
 			for _, x := range ps {
 				row.PodSetMax = max(row.PodSetMax, x)
 			}
-			if f.direct {
+			// A sequential shape has no direct run (and JSON has no NaN).
+			if f.direct && !shape.sequential {
 				row.Direct = median(collect("direct", shape, f.get))
 			}
 			if f.ratio && row.ReplicaSet > 0 {
