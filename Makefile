@@ -436,7 +436,7 @@ bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods 
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	set -e; for n in $(GROWTH_OWNERS); do \
 	  mkdir -p docs/growth/$${n}x10; \
-	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -rollout-shapes "" \
+	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -sequential-shapes "" -rollout-shapes "" \
 	    -rss -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
 	done
 

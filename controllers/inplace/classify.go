@@ -187,10 +187,11 @@ func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
 }
 
 // QOSClass is the QoS class of a pod whose only container has these
-// resources, as the API server computes it: BestEffort without cpu or
-// memory requests and limits, Guaranteed when cpu and memory are limited and
-// any positive request equals its limit (a missing one defaults to it), and
-// Burstable otherwise. Only positive quantities count.
+// resources, as the API server computes it: BestEffort without positive cpu
+// or memory requests and limits, Guaranteed when cpu and memory have
+// positive limits and each request equals its limit (a missing one defaults
+// to it; a request of 0 does not count, so it makes the class Burstable),
+// and Burstable otherwise.
 func QOSClass(r corev1.ResourceRequirements) corev1.PodQOSClass {
 	compute := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 	positive := func(l corev1.ResourceList, name corev1.ResourceName) (resource.Quantity, bool) {
@@ -200,13 +201,13 @@ func QOSClass(r corev1.ResourceRequirements) corev1.PodQOSClass {
 	guaranteed, any := true, false
 	for _, name := range compute {
 		limit, limited := positive(r.Limits, name)
-		request, requested := positive(r.Requests, name)
+		_, requested := positive(r.Requests, name)
 		any = any || limited || requested
 		if !limited {
 			guaranteed = false
 			continue
 		}
-		if requested && request.Cmp(limit) != 0 {
+		if request, ok := r.Requests[name]; ok && request.Cmp(limit) != 0 {
 			guaranteed = false
 		}
 	}

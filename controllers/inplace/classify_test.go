@@ -36,6 +36,7 @@ func TestQOSClass(t *testing.T) {
 		{"limits only: requests default to them", inplacetest.Res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSGuaranteed},
 		{"requests equal limits", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "1000m", corev1.ResourceMemory: "1Gi"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1024Mi"}), corev1.PodQOSGuaranteed},
 		{"a request below its limit", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "500m"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSBurstable},
+		{"a zero request beside its limit does not count: Burstable", inplacetest.Res(map[corev1.ResourceName]string{corev1.ResourceCPU: "0"}, map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1Gi"}), corev1.PodQOSBurstable},
 		{"memory unlimited", inplacetest.Res(nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}), corev1.PodQOSBurstable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,6 +30,8 @@ const (
 
 // defaultOperandCommand is what the default operand does: nothing, for an hour,
 // after which the kubelet restarts it.
+// The InPlaceOnly admission policy (internal/admission/inplaceonly.yaml)
+// repeats it, to tell the command a template runs.
 var defaultOperandCommand = []string{"sleep", "3600"}
 
 // NewPod builds a pod of ps from the pod template of one of its revisions,

@@ -100,7 +100,7 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes; empty skips the scaling phases")
+	shapes := flag.String("shapes", "1x1000,100x10,1000x1", "comma-separated OWNERSxREPLICAS shapes whose owners the client writes 32 at a time; empty skips them")
 	sequentialShapes := flag.String("sequential-shapes", "100x10", "comma-separated OWNERSxREPLICAS shapes whose owners the client creates, then scales down, one request at a time (as `kubectl apply -f dir/` and the HPA do), after the -shapes; empty skips them")
 	rolloutShapes := flag.String("rollout-shapes", "1x1000,100x10", "OWNERSxREPLICAS shapes of the rollout phase (PodSets against Deployments); empty skips it")
 	flag.IntVar(&o.runs, "runs", 3, "runs per shape and kind")
@@ -397,7 +397,8 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		return rep, err
 	}
 	if len(rep.Medians) == 0 {
-		// A rollout-only run (-shapes ""): the chart is of the scaling phases.
+		// A rollout-only run (-shapes "" -sequential-shapes ""): the chart
+		// is of the scaling phases.
 		logf("wrote %s", filepath.Join(o.out, "benchmarks.json"))
 		return rep, nil
 	}

@@ -49,6 +49,16 @@ var ClassifyCases = []struct {
 		revision.Template{}, revision.Template{Image: "a:1"},
 		inplace.Change{NotInPlace: "spec.image: setting or unsetting it changes the command the container runs"},
 	},
+	{
+		"image set with the default command spelled out: the container runs the same command",
+		revision.Template{}, revision.Template{Image: "a:1", Command: []string{"sleep", "3600"}},
+		inplace.Change{Image: true},
+	},
+	{
+		"the default command spelled out, then dropped: the same command",
+		revision.Template{Command: []string{"sleep", "3600"}}, revision.Template{},
+		inplace.Change{},
+	},
 	{"image set, with a command", revision.Template{Command: []string{"run"}}, revision.Template{Image: "a:1", Command: []string{"run"}}, inplace.Change{Image: true}},
 	{"command", revision.Template{Command: []string{"a"}}, revision.Template{Command: []string{"b"}}, inplace.Change{NotInPlace: "spec.command"}},
 	{"args", revision.Template{Args: []string{"a"}}, revision.Template{}, inplace.Change{NotInPlace: "spec.args"}},
@@ -57,6 +67,12 @@ var ClassifyCases = []struct {
 		"env in another order: the same variables, as the API server compares them",
 		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}},
 		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}}},
+		inplace.Change{},
+	},
+	{
+		"an empty value written out: the same variable",
+		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A"}}},
+		revision.Template{Env: []appv1alpha1.EnvVar{{Name: "A", Value: ""}}},
 		inplace.Change{},
 	},
 	{
@@ -92,6 +108,12 @@ var ClassifyCases = []struct {
 		"Guaranteed to Burstable",
 		revision.Template{Resources: Res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
 		revision.Template{Resources: Res(map[corev1.ResourceName]string{cpu: "500m"}, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
+		inplace.Change{NotInPlace: "spec.resources: the QoS class would change from Guaranteed to Burstable"},
+	},
+	{
+		"Guaranteed to a cpu request of 0: Burstable, as a zero request does not count",
+		revision.Template{Resources: Res(nil, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
+		revision.Template{Resources: Res(map[corev1.ResourceName]string{cpu: "0"}, map[corev1.ResourceName]string{cpu: "1", memory: "1Gi"})},
 		inplace.Change{NotInPlace: "spec.resources: the QoS class would change from Guaranteed to Burstable"},
 	},
 	{
