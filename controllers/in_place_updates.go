@@ -66,23 +66,6 @@ func moveInPlace(rs *revisionState, pod *corev1.Pod) (inPlaceMove, string) {
 	return inPlaceMove{pod: pod, from: from, change: c}, ""
 }
 
-// firstKeptInPlace says why the first (by name) of the old pods that cannot
-// be updated in place cannot, for the Progressing condition of a PodSet
-// under InPlaceOnly; "" when every old pod can be.
-func firstKeptInPlace(rs *revisionState, g podGroups) string {
-	var first *corev1.Pod
-	for _, pod := range g.old {
-		if _, ok := g.moves[pod.UID]; !ok && (first == nil || pod.Name < first.Name) {
-			first = pod
-		}
-	}
-	if first == nil {
-		return ""
-	}
-	_, why := moveInPlace(rs, first)
-	return "pod " + first.Name + ": " + why
-}
-
 // updatePodsInPlace moves the given pods to the update revision in place,
 // each as far as it can go now, in parallel under the pod write slots. It
 // returns how soon a pod's grace period ends, when one has not.

@@ -64,6 +64,23 @@ type podGroups struct {
 	moves        map[types.UID]inPlaceMove
 }
 
+// firstKeptInPlace says why the first (by name) of the old pods that cannot
+// be updated in place cannot, for the Progressing condition of a PodSet
+// under InPlaceOnly; "" when every old pod can be.
+func (g podGroups) firstKeptInPlace(rs *revisionState) string {
+	var first *corev1.Pod
+	for _, pod := range g.old {
+		if _, ok := g.moves[pod.UID]; !ok && (first == nil || pod.Name < first.Name) {
+			first = pod
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	_, why := moveInPlace(rs, first)
+	return "pod " + first.Name + ": " + why
+}
+
 // group splits the live pods into those of the update revision and the
 // rest.
 func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) podGroups {

@@ -71,7 +71,7 @@ func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	if in, g, err := rolloutInput(ps, rs, pods, now); err == nil {
 		o.Rollout = &in
 		if in.Strategy.InPlaceOnly {
-			o.KeptInPlace = firstKeptInPlace(rs, g)
+			o.KeptInPlace = g.firstKeptInPlace(rs)
 		}
 	}
 	return o
