@@ -22,19 +22,15 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	_ "embed" // the manifest below
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -64,26 +60,7 @@ const CRDName = "podsets.app.example.com"
 // Objects returns the policy and its binding, owned by owner (nil: no
 // owner).
 func Objects(owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(InPlaceOnlyYAML), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if u.GetAPIVersion() != GroupVersion {
-			return nil, fmt.Errorf("%s %s: apiVersion %q, want %q", u.GetKind(), u.GetName(), u.GetAPIVersion(), GroupVersion)
-		}
-		if owner != nil {
-			u.SetOwnerReferences([]metav1.OwnerReference{*owner})
-		}
-		objs = append(objs, u)
-	}
-	return objs, nil
+	return selfapply.Decode(InPlaceOnlyYAML, GroupVersion, owner)
 }
 
 // CRDOwner returns an ownerReference to the PodSet CRD. It is read every

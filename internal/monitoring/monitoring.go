@@ -15,12 +15,9 @@
 package monitoring
 
 import (
-	"bytes"
 	"context"
 	_ "embed" // the manifests below
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -28,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -69,22 +65,15 @@ const GroupVersion = "monitoring.coreos.com/v1"
 func Objects(namespace string, owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, data := range [][]byte{ServiceMonitorYAML, PrometheusRuleYAML} {
-		u := &unstructured.Unstructured{}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		if err := dec.Decode(&u.Object); err != nil {
+		decoded, err := selfapply.Decode(data, GroupVersion, owner)
+		if err != nil {
 			return nil, err
 		}
-		if err := dec.Decode(&map[string]any{}); !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s %s: want one object per manifest", u.GetKind(), u.GetName())
+		if len(decoded) != 1 {
+			return nil, fmt.Errorf("%d objects in a manifest: want one per manifest", len(decoded))
 		}
-		if u.GetAPIVersion() != GroupVersion {
-			return nil, fmt.Errorf("%s %s: apiVersion %q, want %q", u.GetKind(), u.GetName(), u.GetAPIVersion(), GroupVersion)
-		}
-		u.SetNamespace(namespace)
-		if owner != nil {
-			u.SetOwnerReferences([]metav1.OwnerReference{*owner})
-		}
-		objs = append(objs, u)
+		decoded[0].SetNamespace(namespace)
+		objs = append(objs, decoded[0])
 	}
 	return objs, nil
 }

@@ -12,16 +12,20 @@
 package selfapply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -154,9 +158,9 @@ func (a *Applier) sync(ctx context.Context) error {
 		names = append(names, o.GetKind()+" "+o.GetName())
 	}
 	if got := strings.Join(names, ", "); got != a.applied {
-		owners := []string{}
-		for _, o := range objs[:min(1, len(objs))] {
-			for _, r := range o.GetOwnerReferences() {
+		var owners []string
+		if len(objs) > 0 {
+			for _, r := range objs[0].GetOwnerReferences() {
 				owners = append(owners, r.Kind+" "+r.Name)
 			}
 		}
@@ -183,6 +187,30 @@ func (a *Applier) kindsServed() (map[string]bool, error) {
 		}
 	}
 	return kinds, nil
+}
+
+// Decode returns the objects of a manifest of one or more YAML documents,
+// each of which must be of groupVersion, owned by owner (nil: no owner).
+func Decode(manifest []byte, groupVersion string, owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if u.GetAPIVersion() != groupVersion {
+			return nil, fmt.Errorf("%s %s: apiVersion %q, want %q", u.GetKind(), u.GetName(), u.GetAPIVersion(), groupVersion)
+		}
+		if owner != nil {
+			u.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
+		objs = append(objs, u)
+	}
 }
 
 func objectName(o *unstructured.Unstructured) string {
