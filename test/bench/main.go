@@ -88,9 +88,12 @@ type options struct {
 	runs, nodes                              int
 	smoke, rss, requests, keepLogs           bool
 	rssShape                                 shape
-	rssForeign                               int
-	phaseTimeout, stallTimeout               time.Duration
-	operatorArgs                             []string
+	// warmUp, when set, is the shape of one unmeasured phase of each kind
+	// before the first run (warmUpPhases).
+	warmUp                     *shape
+	rssForeign                 int
+	phaseTimeout, stallTimeout time.Duration
+	operatorArgs               []string
 	// inPlacePods, when set, runs only the in-place phase (inplace.go)
 	// on a real node whose images are in nodeImages.
 	inPlacePods  int
@@ -109,6 +112,7 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.requests, "requests", false, "log the controllers' requests in the API server's audit log and tabulate them by verb, resource and code (slows every phase down, both kinds alike)")
 	flag.BoolVar(&o.rss, "rss", false, "also run the memory scenario: the operator owning -rss-shape pods among -rss-foreign pods it does not own")
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
+	warmUp := flag.String("warm-up", "100x10", "OWNERSxREPLICAS shape of one unmeasured phase of each kind before the first run, so that no measured phase meets a cold API server; empty skips it")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
 	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "the operator binary")
@@ -131,6 +135,8 @@ func parseFlags() (options, error) {
 		// from.
 		*shapes, o.runs, o.rss = "2x5,5x2,1x600", 1, false
 		*sequentialShapes = "5x2"
+		// The smoke run checks counts, not times.
+		*warmUp = ""
 		// Two PodSets of 20: bounds of 25 live and 15 ready each.
 		*rolloutShapes = "2x20"
 	}
@@ -157,6 +163,13 @@ func parseFlags() (options, error) {
 			return o, fmt.Errorf("bad -rss-shape %q", *rssShape)
 		} else {
 			o.rssShape = s[0]
+		}
+	}
+	if *warmUp != "" {
+		if s, err := parseShapes(*warmUp, false); err != nil || len(s) != 1 {
+			return o, fmt.Errorf("bad -warm-up %q", *warmUp)
+		} else {
+			o.warmUp = &s[0]
 		}
 	}
 	if o.binDir == "" && o.replot == "" {
@@ -325,6 +338,10 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 	}
 	defer func() { b.op.stop() }() // idempotent: the memory scenario stops it earlier
 
+	if o.warmUp != nil && (len(o.shapes) > 0 || len(o.rolloutShapes) > 0) {
+		rep.Config.WarmUp = o.warmUp.String()
+		b.warmUpPhases(ctx, *o.warmUp)
+	}
 	for r := 1; r <= o.runs; r++ {
 		// The direct client, once per run and distinct pod count, and
 		// once per shape of several owners.

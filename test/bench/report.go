@@ -53,6 +53,9 @@ type phaseResult struct {
 	OwnerToFirstPodP90S    float64 `json:"ownerToFirstPodP90Seconds,omitempty"`
 	FirstToLastPodMedianS  float64 `json:"firstToLastPodMedianSeconds,omitempty"`
 	FirstToLastPodP90S     float64 `json:"firstToLastPodP90Seconds,omitempty"`
+	// From the owner's first sight to its last pod's first sight Ready.
+	OwnerToReadyMedianS float64 `json:"ownerToReadyMedianSeconds,omitempty"`
+	OwnerToReadyP90S    float64 `json:"ownerToReadyP90Seconds,omitempty"`
 
 	// PodStartupP50S and PodStartupP99S are the scale-up's pod startup
 	// latency (a pod's first sight to its first sight Ready, in the pod
@@ -147,6 +150,7 @@ type benchSettings struct {
 	OperatorArgs            []string `json:"operatorArgs"`
 	ClientParallelism       int      `json:"benchClientParallelism"`
 	StallTimeoutSeconds     float64  `json:"stallTimeoutSeconds,omitempty"`
+	WarmUp                  string   `json:"warmUpShape,omitempty"`
 	MaxConcurrentReconciles string   `json:"note,omitempty"`
 }
 
@@ -197,6 +201,8 @@ var figures = []struct {
 	{"per owner: owner seen to its first pod, p90 (s)", func(p phaseResult) float64 { return p.OwnerToFirstPodP90S }, true, false},
 	{"per owner: first pod to last pod, median (s)", func(p phaseResult) float64 { return p.FirstToLastPodMedianS }, true, false},
 	{"per owner: first pod to last pod, p90 (s)", func(p phaseResult) float64 { return p.FirstToLastPodP90S }, true, false},
+	{"per owner: owner seen to all its pods Ready, median (s)", func(p phaseResult) float64 { return p.OwnerToReadyMedianS }, true, false},
+	{"per owner: owner seen to all its pods Ready, p90 (s)", func(p phaseResult) float64 { return p.OwnerToReadyP90S }, true, false},
 	{"overshoot (pods)", func(p phaseResult) float64 { return float64(p.Overshoot) }, false, false},
 	{"pods created - target", func(p phaseResult) float64 { return float64(p.Created - p.Target) }, false, false},
 	{"operator writes per created pod", func(p phaseResult) float64 { return p.WritesPerPod }, false, false},

@@ -47,6 +47,10 @@ type podWatcher struct {
 	// controller (by its UID) were first seen: with the owner watcher's
 	// first sight of the owner, the per-owner trace of ownerLatencies.
 	firstPod, lastPod map[types.UID]time.Time
+	// lastReady is when the last pod of each controller to turn Ready was
+	// first seen Ready: with the owner's first sight, how long a user who
+	// applies an owner waits for all of its pods (`kubectl wait`).
+	lastReady map[types.UID]time.Time
 
 	// notReadyYet holds when each pod not yet Ready was first seen, and
 	// startup each pod's time from then to its first sight Ready: pod
@@ -73,7 +77,7 @@ func isReady(p *corev1.Pod) bool {
 
 func newPodWatcher() *podWatcher {
 	return &podWatcher{pods: map[types.UID]podState{}, changed: make(chan struct{}, 1), wantLiveAtMost: -1,
-		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}, notReadyYet: map[types.UID]time.Time{}}
+		firstPod: map[types.UID]time.Time{}, lastPod: map[types.UID]time.Time{}, lastReady: map[types.UID]time.Time{}, notReadyYet: map[types.UID]time.Time{}}
 }
 
 // watchPods starts an informer on the namespace's pods and returns once it
@@ -131,6 +135,9 @@ func (w *podWatcher) observe(obj any, deleted bool) {
 	if since, ok := w.notReadyYet[p.UID]; ok && (cur.ready || deleted) {
 		if cur.ready {
 			w.startup = append(w.startup, now.Sub(since))
+			if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+				w.lastReady[ref.UID] = now
+			}
 		}
 		delete(w.notReadyYet, p.UID)
 	}
@@ -317,9 +324,12 @@ func (w *ownerWatcher) caughtUpAfter() time.Duration {
 // first sight to its first pod's (the controller's informer event, queue
 // wait, reconcile and first create), and from its first pod to its last
 // (the slow-start batches, each waiting for the previous one's watch
-// events). Medians and 90th percentiles over the owners.
+// events), and from the owner's first sight to its last pod's first sight
+// Ready (what a user who applies one owner and waits for it feels).
+// Medians and 90th percentiles over the owners.
 type ownerLatencies struct {
 	ToFirstMedian, ToFirstP90, FirstToLastMedian, FirstToLastP90 time.Duration
+	ToReadyMedian, ToReadyP90                                    time.Duration
 }
 
 func traceOwners(ow *ownerWatcher, pw *podWatcher) ownerLatencies {
@@ -327,7 +337,7 @@ func traceOwners(ow *ownerWatcher, pw *podWatcher) ownerLatencies {
 	defer ow.mu.Unlock()
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	var toFirst, firstToLast []time.Duration
+	var toFirst, firstToLast, toReady []time.Duration
 	for uid, seen := range ow.seen {
 		first, ok := pw.firstPod[uid]
 		if !ok {
@@ -335,10 +345,14 @@ func traceOwners(ow *ownerWatcher, pw *podWatcher) ownerLatencies {
 		}
 		toFirst = append(toFirst, first.Sub(seen))
 		firstToLast = append(firstToLast, pw.lastPod[uid].Sub(first))
+		if ready, ok := pw.lastReady[uid]; ok {
+			toReady = append(toReady, ready.Sub(seen))
+		}
 	}
 	return ownerLatencies{
 		ToFirstMedian: quantile(toFirst, 0.5), ToFirstP90: quantile(toFirst, 0.9),
 		FirstToLastMedian: quantile(firstToLast, 0.5), FirstToLastP90: quantile(firstToLast, 0.9),
+		ToReadyMedian: quantile(toReady, 0.5), ToReadyP90: quantile(toReady, 0.9),
 	}
 }
 

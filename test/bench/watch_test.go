@@ -27,6 +27,8 @@ func TestTraceOwners(t *testing.T) {
 	pw := &podWatcher{
 		firstPod: map[types.UID]time.Time{"a": t0.Add(100 * time.Millisecond), "b": t0.Add(1300 * time.Millisecond), "foreign": t0},
 		lastPod:  map[types.UID]time.Time{"a": t0.Add(900 * time.Millisecond), "b": t0.Add(1500 * time.Millisecond), "foreign": t0},
+		// no-pods-yet has none Ready either; a foreign owner's pods are not counted.
+		lastReady: map[types.UID]time.Time{"a": t0.Add(1200 * time.Millisecond), "b": t0.Add(1700 * time.Millisecond), "foreign": t0},
 	}
 	got := traceOwners(ow, pw)
 	// a: 100 ms to its first pod, 800 ms to its last; b: 300 ms, 200 ms.
@@ -34,6 +36,9 @@ func TestTraceOwners(t *testing.T) {
 	g.Expect(got.ToFirstP90).To(Equal(300 * time.Millisecond))
 	g.Expect(got.FirstToLastMedian).To(Equal(200 * time.Millisecond))
 	g.Expect(got.FirstToLastP90).To(Equal(800 * time.Millisecond))
+	// a: 1200 ms from its sight to its pods all Ready, b: 700 ms.
+	g.Expect(got.ToReadyMedian).To(Equal(700 * time.Millisecond))
+	g.Expect(got.ToReadyP90).To(Equal(1200 * time.Millisecond))
 }
 
 // TestPodWatcherBound: the scheduler's part of the way to Ready is recorded
@@ -96,4 +101,33 @@ func TestPodWatcherStartup(t *testing.T) {
 	p50, p99 := w.startupQuantiles()
 	g.Expect(p50).To(BeZero(), "b's")
 	g.Expect(p99).To(BeNumerically(">=", 50*time.Millisecond), "a's, from its first sight")
+}
+
+// TestPodWatcherLastReady: an owner's last pod to turn Ready sets when all
+// of its pods were Ready; a pod that turns Ready again later does not.
+func TestPodWatcherLastReady(t *testing.T) {
+	g := NewWithT(t)
+	isController := true
+	pod := func(name string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
+			OwnerReferences: []metav1.OwnerReference{{UID: "owner", Controller: &isController}}}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	w := newPodWatcher()
+	w.expectScaleUp(time.Now(), 2)
+	w.observe(pod("a", false), false)
+	w.observe(pod("b", false), false)
+	w.observe(pod("a", true), false)
+	aReady := w.lastReady["owner"]
+	time.Sleep(10 * time.Millisecond)
+	w.observe(pod("b", true), false)
+	bReady := w.lastReady["owner"]
+	g.Expect(bReady).To(BeTemporally(">", aReady))
+	time.Sleep(10 * time.Millisecond)
+	w.observe(pod("a", false), false)
+	w.observe(pod("a", true), false)
+	g.Expect(w.lastReady["owner"]).To(Equal(bReady), "a turning Ready again")
 }
