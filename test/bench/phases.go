@@ -126,12 +126,12 @@ func (b *bench) apiserverProfile(ctx context.Context, seconds int, path string) 
 // small, and it sizes each watch's buffer from it when the watch starts
 // (10 events at first): in the first phase to create pods quickly, the
 // buffers of the scheduler's, kwok's, the controllers' and the benchmark's
-// pod watches filled and the API server closed them (35 watches closed in
-// the first phase of a 100x10-seq run set, none in the phases after),
-// delaying every watcher's events, and that phase was the slowest of its
-// kind. After a phase of each kind, every measured phase, whichever goes
-// first, finds the watch cache and the watches as the phases before left
-// them.
+// pod watches filled and the API server closed them, delaying every
+// watcher's events: in a 100x10-seq run set without a warm-up, 35 closed
+// in its first phase and 2 in the phases after; with one, 87 in the
+// warm-up's and none in the ten measured phases. So every measured phase,
+// whichever kind goes first, finds the watch cache and the watches as the
+// phases before left them.
 func (b *bench) warmUpPhases(ctx context.Context, s shape) {
 	for _, kind := range []string{"podset", "replicaset"} {
 		res := b.ownerPhase(ctx, kind, s, 0, false)
