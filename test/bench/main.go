@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -247,7 +248,8 @@ func run() int {
 // the operator's.
 func violations(r report) []string {
 	var out []string
-	for _, p := range r.Phases {
+	// A warm-up phase is held to the same counts as a measured one.
+	for _, p := range append(slices.Clone(r.WarmUp), r.Phases...) {
 		if p.Kind != "podset" {
 			continue
 		}
@@ -340,7 +342,7 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 
 	if o.warmUp != nil && (len(o.shapes) > 0 || len(o.rolloutShapes) > 0) {
 		rep.Config.WarmUp = o.warmUp.String()
-		b.warmUpPhases(ctx, *o.warmUp)
+		rep.WarmUp = b.warmUpPhases(ctx, *o.warmUp)
 	}
 	for r := 1; r <= o.runs; r++ {
 		// The direct client, once per run and distinct pod count, and

@@ -121,24 +121,25 @@ func (b *bench) apiserverProfile(ctx context.Context, seconds int, path string) 
 	return os.WriteFile(path, data, 0o644)
 }
 
-// warmUpPhases runs one unmeasured phase of each kind of owner at shape s,
-// its figures dropped. On a fresh cluster the API server's watch cache is
-// small, and it sizes each watch's buffer from it when the watch starts
-// (10 events at first): in the first phase to create pods quickly, the
-// buffers of the scheduler's, kwok's, the controllers' and the benchmark's
-// pod watches filled and the API server closed them, delaying every
-// watcher's events: in a 100x10-seq run set without a warm-up, 35 closed
-// in its first phase and 2 in the phases after; with one, 87 in the
-// warm-up's and none in the ten measured phases. So every measured phase,
-// whichever kind goes first, finds the watch cache and the watches as the
-// phases before left them.
-func (b *bench) warmUpPhases(ctx context.Context, s shape) {
+// warmUpPhases runs one unmeasured phase of each kind of owner at shape s
+// and returns their results, which stay out of the medians. The API server
+// sizes each watch's event buffer from its watch cache when the watch
+// starts, and a fresh cluster's cache is small (10 events a watch): in the
+// first phase that creates pods quickly, the long-lived pod watches (the
+// scheduler's, kwok's, the controllers', the benchmark's) overflow and are
+// closed and resumed, which delays every watcher's events. After a phase of
+// each kind, every measured phase, whichever kind goes first, finds the
+// cache and the watches as a phase before left them (while the phases run
+// back to back: an idle cache shrinks again).
+func (b *bench) warmUpPhases(ctx context.Context, s shape) []phaseResult {
+	var out []phaseResult
 	for _, kind := range []string{"podset", "replicaset"} {
-		res := b.ownerPhase(ctx, kind, s, 0, false)
-		if res.Error != "" {
-			logf("warm-up %s %s: %s (not measured; the runs go on)", kind, s, res.Error)
+		if ctx.Err() != nil {
+			break
 		}
+		out = append(out, b.ownerPhase(ctx, kind, s, 0, false))
 	}
+	return out
 }
 
 // ownerPhase runs one kind of owner (podset or replicaset) at one shape:

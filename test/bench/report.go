@@ -131,6 +131,9 @@ type report struct {
 	Machine machine       `json:"machine"`
 	Config  benchSettings `json:"settings"`
 	Phases  []phaseResult `json:"phases"`
+	// WarmUp are the unmeasured phases before the first run (-warm-up),
+	// run 0: checked for overshoot and counts, left out of the medians.
+	WarmUp  []phaseResult `json:"warmUp,omitempty"`
 	Medians []medianRow   `json:"medians"`
 	RSS     *rssResult    `json:"rss,omitempty"`
 	// Rollouts are the rollout phase's runs: PodSets against Deployments.

@@ -73,3 +73,19 @@ func TestSummariseSequentialShapeHasNoDirectFigure(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rows["per pod: created to Ready, p50 (s)"].Ratio).To(Equal(2.0))
 }
+
+// TestViolationsCheckTheWarmUp: a PodSet warm-up phase is held to the same
+// counts as a measured one, though its figures are in no median.
+func TestViolationsCheckTheWarmUp(t *testing.T) {
+	g := NewWithT(t)
+	ok := phaseResult{Kind: "podset", Shape: "100x10", Run: 1, Target: 1000, Created: 1000, MaxLive: 1000}
+	g.Expect(violations(report{Phases: []phaseResult{ok}})).To(BeEmpty())
+
+	warmUp := ok
+	warmUp.Run, warmUp.Overshoot, warmUp.MaxLive = 0, 3, 1003
+	g.Expect(violations(report{WarmUp: []phaseResult{warmUp}, Phases: []phaseResult{ok}})).To(ConsistOf(ContainSubstring("run 0: overshoot 3")))
+
+	rsWarmUp := warmUp
+	rsWarmUp.Kind = "replicaset"
+	g.Expect(violations(report{WarmUp: []phaseResult{rsWarmUp}, Phases: []phaseResult{ok}})).To(BeEmpty(), "the ReplicaSet is the reference")
+}

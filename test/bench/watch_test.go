@@ -130,4 +130,8 @@ func TestPodWatcherLastReady(t *testing.T) {
 	w.observe(pod("a", false), false)
 	w.observe(pod("a", true), false)
 	g.Expect(w.lastReady["owner"]).To(Equal(bReady), "a turning Ready again")
+	// A pod first seen already Ready (after the watch resumed) is Ready then.
+	time.Sleep(10 * time.Millisecond)
+	w.observe(pod("c", true), false)
+	g.Expect(w.lastReady["owner"]).To(BeTemporally(">", bReady))
 }
