@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestQuantile(t *testing.T) {
@@ -46,13 +47,7 @@ func TestTraceOwners(t *testing.T) {
 // pod that is deleted no longer counts.
 func TestPodWatcherBound(t *testing.T) {
 	g := NewWithT(t)
-	pod := func(name, node string, ready bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{NodeName: node}}
-		if ready {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		}
-		return p
-	}
+	pod := func(name, node string, ready bool) *corev1.Pod { return testPod(name, node, ready, "") }
 	w := newPodWatcher()
 	w.expectScaleUp(time.Now(), 2)
 
@@ -79,13 +74,7 @@ func TestPodWatcherBound(t *testing.T) {
 // turning Ready again, count for nothing.
 func TestPodWatcherStartup(t *testing.T) {
 	g := NewWithT(t)
-	pod := func(name string, ready bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{NodeName: "node-1"}}
-		if ready {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		}
-		return p
-	}
+	pod := func(name string, ready bool) *corev1.Pod { return testPod(name, "node-1", ready, "") }
 	w := newPodWatcher()
 	w.expectScaleUp(time.Now(), 3)
 	w.observe(pod("a", false), false)
@@ -107,15 +96,7 @@ func TestPodWatcherStartup(t *testing.T) {
 // of its pods were Ready; a pod that turns Ready again later does not.
 func TestPodWatcherLastReady(t *testing.T) {
 	g := NewWithT(t)
-	isController := true
-	pod := func(name string, ready bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
-			OwnerReferences: []metav1.OwnerReference{{UID: "owner", Controller: &isController}}}}
-		if ready {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		}
-		return p
-	}
+	pod := func(name string, ready bool) *corev1.Pod { return testPod(name, "", ready, "owner") }
 	w := newPodWatcher()
 	w.expectScaleUp(time.Now(), 2)
 	w.observe(pod("a", false), false)
@@ -134,4 +115,17 @@ func TestPodWatcherLastReady(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	w.observe(pod("c", true), false)
 	g.Expect(w.lastReady["owner"]).To(BeTemporally(">", bReady))
+}
+
+// testPod is a pod of UID name on node ("": not bound), Ready or not, whose
+// controller is owner ("": none).
+func testPod(name, node string, ready bool, owner types.UID) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{NodeName: node}}
+	if owner != "" {
+		p.OwnerReferences = []metav1.OwnerReference{{UID: owner, Controller: ptr.To(true)}}
+	}
+	if ready {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	return p
 }
