@@ -66,6 +66,13 @@ OPERATOR_CONTROLLER_VERSION ?= v1.5.1
 # kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
+export CONTROLLER_TOOLS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION
+# hack/build-tool.sh keeps every tool it builds in this cache outside the work
+# tree, keyed by the tool's pinned versions, the Go toolchain, the platform and
+# the build recipe, and bin/ takes it from there: a fresh clone on a machine
+# that built the tools once starts warm. TOOLS_CACHE= turns it off.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podset-operator/tools
+export TOOLS_CACHE
 
 LOCALBIN ?= $(CURDIR)/bin
 # kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, kwok:
@@ -483,9 +490,9 @@ $(K8S_BIN)/%:
 prebuild-tools: ## Install the Debian packages and build the Go-built tools that the test targets need, in the order .ci/run's steps need them.
 	-hack/install-real-node.sh
 	-bash -c 'source hack/lib/debian.sh && use_buildah'
-	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) \
+	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
-	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb \
+	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(GRPC_HEALTH_PROBE) \
 	  $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus
 
 .PHONY: real-node-tools
@@ -515,17 +522,13 @@ $(OLM_BIN)/%:
 	hack/build-tool.sh $* $(OLM_BIN)
 
 $(CONTROLLER_GEN):
-	GOBIN=$(LOCALBIN)/.gobin $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(LOCALBIN)/.gobin/controller-gen $@
+	hack/build-tool.sh controller-gen $(LOCALBIN) $(notdir $@)
 
 $(GRPC_HEALTH_PROBE):
-	GOBIN=$(LOCALBIN)/.gobin CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w" github.com/grpc-ecosystem/grpc-health-probe@$(GRPC_HEALTH_PROBE_VERSION)
-	mv $(LOCALBIN)/.gobin/grpc-health-probe $@
+	hack/build-tool.sh grpc-health-probe $(LOCALBIN) $(notdir $@)
 
 $(KUSTOMIZE):
-	GOBIN=$(LOCALBIN)/.gobin $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
-	mv $(LOCALBIN)/.gobin/kustomize $@
+	hack/build-tool.sh kustomize $(LOCALBIN) $(notdir $@)
 
 $(GOLANGCI_LINT):
-	GOBIN=$(LOCALBIN)/.gobin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv $(LOCALBIN)/.gobin/golangci-lint $@
+	hack/build-tool.sh golangci-lint $(LOCALBIN) $(notdir $@)

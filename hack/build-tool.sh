@@ -7,11 +7,22 @@
 # that carry `replace` directives cannot be `go install`ed, so each tool is
 # built from a throw-away wrapper module that requires the real one.
 #
-# usage: hack/build-tool.sh TOOL OUTDIR
+# Each build is kept in a cache outside the work tree (TOOLS_CACHE, by
+# default $XDG_CACHE_HOME/podset-operator/tools), keyed by everything that
+# decides the binary: the tool, the versions it is built from, the Go
+# toolchain, the target platform and this script itself. A fresh clone on a
+# machine that built a tool once takes it from there in a second instead of
+# compiling it for minutes, as CI systems cache dependencies. TOOLS_CACHE=""
+# turns the cache off.
+#
+# usage: hack/build-tool.sh TOOL OUTDIR [NAME]
+#   NAME: the file name in OUTDIR (default TOOL), e.g. controller-gen-v0.23.0.
 set -euo pipefail
 
 tool=$1
 out=$(mkdir -p "$2" && cd "$2" && pwd)
+name=${3:-$tool}
+script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 
 : "${K8S_VERSION:=v1.37.0}"         # k8s.io/kubernetes
 : "${K8S_STAGING_VERSION:=v0.37.0}" # k8s.io/* staging modules of that release
@@ -24,20 +35,75 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 : "${OPERATOR_CONTROLLER_VERSION:=v1.5.1}" # OLM v1: operator-controller and catalogd
 : "${PROMETHEUS_OPERATOR_VERSION:=v0.89.0}"
 : "${PROMETHEUS_SERVER_VERSION:=v3.9.1}"    # the Prometheus it runs by default
+# The tools `go install`ed as published (no wrapper module needed).
+: "${CONTROLLER_TOOLS_VERSION:=v0.23.0}"
+: "${KUSTOMIZE_VERSION:=v5.8.2}"
+: "${GOLANGCI_LINT_VERSION:=v2.15.0}"
+: "${GRPC_HEALTH_PROBE_VERSION:=v0.4.61}"
+TOOLS_CACHE=${TOOLS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/podset-operator/tools}
+
+# versions: the pinned versions a tool's binary depends on. The Kubernetes
+# commands, kwok and opm share one module graph (k8s_wrapper below), so each
+# depends on all of that graph's pins.
+versions() {
+  case "$tool" in
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy|kwok|opm)
+      echo "$K8S_VERSION $K8S_STAGING_VERSION $KWOK_VERSION $OPM_VERSION $CONTROLLER_RUNTIME_VERSION" ;;
+    etcd) echo "$ETCD_VERSION" ;;
+    olm|catalog|cpb) echo "$OLM_VERSION" ;;
+    operator-sdk|scorecard-test) echo "$OPERATOR_SDK_VERSION" ;;
+    operator-controller|catalogd) echo "$OPERATOR_CONTROLLER_VERSION" ;;
+    prometheus-operator|prometheus-config-reloader) echo "$PROMETHEUS_OPERATOR_VERSION" ;;
+    prometheus) echo "$PROMETHEUS_SERVER_VERSION" ;;
+    controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
+    kustomize) echo "$KUSTOMIZE_VERSION" ;;
+    golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
+    grpc-health-probe) echo "$GRPC_HEALTH_PROBE_VERSION" ;;
+    *) echo "unknown tool: $tool" >&2; exit 2 ;;
+  esac
+}
+versions >/dev/null
 
 # One build per tool at a time: CI builds the tools in the background
 # (make prebuild-tools) while its steps run, and a step that needs a tool
-# being built waits for it here, then finds it built. The binary is written
-# under a temporary name and renamed last, after its companion files, so its
-# presence means the build is complete.
-exec 9>"$out/.$tool.lock"
+# being built waits for it here, then finds it built. The binary goes into
+# OUTDIR under a temporary name and is renamed last, after its companion
+# files, so its presence means the build is complete.
+exec 9>"$out/.$name.lock"
 waited=$(date +%s)
 flock 9
-if [[ -x "$out/$tool" ]]; then
-  echo "$out/$tool: built meanwhile (waited $(($(date +%s) - waited))s for it)"
+if [[ -x "$out/$name" ]]; then
+  echo "$out/$name: built meanwhile (waited $(($(date +%s) - waited))s for it)"
   exit 0
 fi
-bin="$out/.$tool.partial"
+
+# install DIR: puts a finished build (the binary DIR/TOOL and its companion
+# files and folders) into OUTDIR, the binary last. The binary is hard-linked
+# when it can be (no copy of a 100 MB file), copied otherwise.
+install_build() {
+  local from=$1 f
+  for f in "$from"/*; do
+    [[ "$(basename "$f")" == "$tool" ]] && continue
+    rm -rf "${out:?}/$(basename "$f")"
+    cp -R "$f" "$out/"
+    chmod -R u+w "$out/$(basename "$f")"
+  done
+  rm -f "$out/.$name.partial"
+  ln "$from/$tool" "$out/.$name.partial" 2>/dev/null || cp "$from/$tool" "$out/.$name.partial"
+  mv "$out/.$name.partial" "$out/$name"
+}
+
+entry=
+if [[ -n "$TOOLS_CACHE" ]]; then
+  key=$( { echo "$tool $(versions)"; go version; go env GOOS GOARCH CGO_ENABLED GOEXPERIMENT; cat "$script"; } | sha256sum | cut -c1-16)
+  entry=$TOOLS_CACHE/$tool-$key
+  if [[ -x "$entry/$tool" ]]; then
+    install_build "$entry"
+    echo "$out/$name: from the tool cache ($entry)"
+    exit 0
+  fi
+fi
+
 # Start and duration in the log, to tell where a cold run's minutes go.
 started=$(date +%s)
 echo "building $tool ($(date -u +%H:%M:%S))"
@@ -48,7 +114,12 @@ export CGO_ENABLED=${CGO_ENABLED:-0}
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-cd "$work"
+# The build writes the binary and its companions into stage/, which then
+# goes into the cache and into OUTDIR.
+stage=$work/stage
+bin=$stage/$tool
+mkdir -p "$stage" "$work/build"
+cd "$work/build"
 
 # wrapper MODULE VERSION PKG...: a module that requires MODULE and imports PKGs.
 wrapper() {
@@ -120,13 +191,13 @@ case "$tool" in
     # Only the Stage documents: the kustomization.yaml next to them is not a
     # kwok configuration. A missing Stage directory fails the build (no more
     # silently empty kwok-stages/).
-    rm -rf "$out/kwok-stages" && mkdir -p "$out/kwok-stages"
+    rm -rf "$stage/kwok-stages" && mkdir -p "$stage/kwok-stages"
     for d in node/fast node/heartbeat-with-lease pod/fast; do
       for f in "$src/kustomize/stage/$d"/*.yaml; do
-        [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" "$out/kwok-stages/"
+        [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" "$stage/kwok-stages/"
       done
     done
-    chmod -R u+w "$out/kwok-stages" ;;
+    chmod -R u+w "$stage/kwok-stages" ;;
   opm)
     k8s_wrapper
     go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$bin" github.com/operator-framework/operator-registry/cmd/opm ;;
@@ -136,7 +207,7 @@ case "$tool" in
     # cpb copies a bundle image's manifests in OLM's unpack Job.
     pkg=./cmd/$tool; [ "$tool" = cpb ] && pkg=./util/cpb
     go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin" "$pkg"
-    mkdir -p "$out/olm-crds" && cp deploy/chart/crds/*.yaml "$out/olm-crds/" ;;
+    mkdir -p "$stage/olm-crds" && cp deploy/chart/crds/*.yaml "$stage/olm-crds/" ;;
   operator-sdk|scorecard-test)
     module_src github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION"
     cd src && rm -rf vendor
@@ -159,10 +230,10 @@ case "$tool" in
     grep '^replace ' "$src/go.mod" >>go.mod
     go build -tags containers_image_openpgp -ldflags "-s -w" -o "$bin" "$mod/cmd/$tool"
     # The CRDs of the standard feature set, which the test installs.
-    mkdir -p "$out/olmv1-crds"
+    mkdir -p "$stage/olmv1-crds"
     cp "$src/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" \
-      "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$out/olmv1-crds/"
-    chmod -R u+w "$out/olmv1-crds" ;;
+      "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$stage/olmv1-crds/"
+    chmod -R u+w "$stage/olmv1-crds" ;;
   prometheus-operator|prometheus-config-reloader)
     # The Prometheus Operator, and the program its Prometheus pods run
     # beside Prometheus to turn the generated configuration into the file
@@ -186,10 +257,10 @@ case "$tool" in
       # All the CRDs it serves, and the RBAC of its example Prometheus, as
       # its getting-started guide applies them.
       src=$(go list -m -f '{{.Dir}}' "$mod")
-      rm -rf "$out/crds" "$out/rbac-prometheus" && mkdir -p "$out/crds" "$out/rbac-prometheus"
-      cp "$src"/example/prometheus-operator-crd/*.yaml "$out/crds/"
-      cp "$src"/example/rbac/prometheus/prometheus-{service-account,cluster-role,cluster-role-binding}.yaml "$out/rbac-prometheus/"
-      chmod -R u+w "$out/crds" "$out/rbac-prometheus"
+      rm -rf "$stage/crds" "$stage/rbac-prometheus" && mkdir -p "$stage/crds" "$stage/rbac-prometheus"
+      cp "$src"/example/prometheus-operator-crd/*.yaml "$stage/crds/"
+      cp "$src"/example/rbac/prometheus/prometheus-{service-account,cluster-role,cluster-role-binding}.yaml "$stage/rbac-prometheus/"
+      chmod -R u+w "$stage/crds" "$stage/rbac-prometheus"
     fi ;;
   prometheus)
     # Prometheus for the configurations the Prometheus Operator generates:
@@ -209,7 +280,31 @@ case "$tool" in
     cv=github.com/prometheus/common/version
     go build -mod=mod -trimpath -ldflags "-s -w -X $cv.Version=$v -X $cv.Revision=$PROMETHEUS_SERVER_VERSION -X $cv.Branch=release" \
       -o "$bin" ./cmd/prometheus ;;
-  *) echo "unknown tool: $tool" >&2; exit 2 ;;
+  controller-gen|kustomize|golangci-lint|grpc-health-probe)
+    # Published modules without replace directives: go install, with the
+    # project's build flags (static, -trimpath).
+    case "$tool" in
+      controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION ;;
+      kustomize) pkg=sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
+      golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION ;;
+      grpc-health-probe) pkg=github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION ;;
+    esac
+    flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
+    GOFLAGS=-trimpath GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
 esac
-mv "$bin" "$out/$tool"
-echo "built $out/$tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"
+test -x "$bin"
+echo "built $tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"
+
+# Into the cache first (a whole entry appears at once, by a rename), then
+# into OUTDIR from it.
+if [[ -n "$entry" ]]; then
+  mkdir -p "$TOOLS_CACHE"
+  tmp=$(mktemp -d "$entry.partial-XXXXXX") && chmod 755 "$tmp"
+  cp -R "$stage/." "$tmp/"
+  if mv -T "$tmp" "$entry" 2>/dev/null; then
+    stage=$entry
+  else
+    rm -rf "$tmp" # another clone cached the same build meanwhile
+  fi
+fi
+install_build "$stage"
