@@ -344,6 +344,9 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 		}
 		return true, "", nil
 	})
+	if err == nil {
+		waitForSubscriptionAtLatest(t, ctx, sub, csv.Name)
+	}
 	if err != nil {
 		var unmet []string
 		for _, r := range csv.Status.RequirementStatus {
@@ -365,6 +368,33 @@ func waitForSucceededCSV(t *testing.T, ctx context.Context, sub *operatorsv1alph
 		t.Fatalf("the installed CSV %s/%s is not the subscription's own", csv.Namespace, csv.Name)
 	}
 	return csv
+}
+
+// waitForSubscriptionAtLatest waits, as an administrator does before
+// uninstalling (`kubectl wait subscription --for=jsonpath=...`), until the
+// Subscription records the install: state AtLatestKnown, with csv as both
+// its current and its installed CSV. Until then OLM's catalog operator
+// still counts the Subscription as unresolved, and a namespace sync that
+// lists it while the uninstall deletes it can resolve it once the CSV is
+// gone: it makes a new InstallPlan, owned by the deleted Subscription,
+// which re-creates the CSV, the CRD and the CSV's cluster RBAC after the
+// uninstall (OLM labels that RBAC with olm.owner and removes it only in
+// the CSV's finalizer). OLM v0.28 sometimes loses the Subscription's status
+// update for good (two workers sync a namespace at once); the wait then
+// ends, says so, and the uninstall deals with a late InstallPlan.
+func waitForSubscriptionAtLatest(t *testing.T, ctx context.Context, sub *operatorsv1alpha1.Subscription, csv string) {
+	t.Helper()
+	err := poll(ctx, time.Minute, func() (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sub), sub); err != nil {
+			return false, "", err
+		}
+		st := sub.Status
+		return st.State == operatorsv1alpha1.SubscriptionStateAtLatest && st.CurrentCSV == csv && st.InstalledCSV == csv,
+			fmt.Sprintf("subscription state %q, currentCSV %q, installedCSV %q", st.State, st.CurrentCSV, st.InstalledCSV), nil
+	})
+	if err != nil {
+		t.Logf("the Subscription never recorded the install (OLM lost its status update): %v", err)
+	}
 }
 
 // startManager runs the operator binary with a token of the ServiceAccount
@@ -431,6 +461,8 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 	must(t, k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}))
 
 	owner := client.MatchingLabels{"olm.owner": csv.Name}
+	// When an InstallPlan was last seen in the namespace.
+	lastPlan := time.Now()
 	err := poll(ctx, 2*time.Minute, func() (bool, string, error) {
 		var left []string
 		add := func(kind string, n int, err error) error {
@@ -490,13 +522,36 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 				}
 			}
 		}
-		// The same race can bring the CSV back.
-		for i := range csvs.Items {
-			if c := &csvs.Items[i]; c.Namespace == m.operatorNS && c.DeletionTimestamp == nil {
-				t.Logf("CSV %s/%s was re-created after the uninstall (an InstallPlan sync in flight); deleting it again", c.Namespace, c.Name)
-				if err := k8s.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+		// A late InstallPlan (see waitForSubscriptionAtLatest) can bring the
+		// CSV back, with its cluster RBAC. Delete the plan first; delete the
+		// CSV only once no plan has been seen for a while and OLM has put
+		// its cleanup finalizer on it, so that the finalizer runs after the
+		// plan's last step and removes the RBAC it made. Leftover RBAC is
+		// never deleted here: that would hide a real uninstall bug.
+		if len(plans.Items) > 0 {
+			lastPlan = time.Now()
+			for i := range plans.Items {
+				p := &plans.Items[i]
+				t.Logf("InstallPlan %s (generation %d, phase %q, owners %v, created %s) appeared after the uninstall; deleting it",
+					p.Name, p.Spec.Generation, p.Status.Phase, ownerNames(p), p.CreationTimestamp.Format(time.RFC3339))
+				if err := k8s.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 					return false, "", err
 				}
+			}
+		}
+		for i := range csvs.Items {
+			c := &csvs.Items[i]
+			if c.Namespace != m.operatorNS || c.DeletionTimestamp != nil {
+				continue
+			}
+			if time.Since(lastPlan) < planQuiet || !hasFinalizer(c, csvCleanupFinalizer) {
+				left = append(left, fmt.Sprintf("CSV %s re-created (uid %s, phase %q), deleted once no InstallPlan is left", c.Name, c.UID, c.Status.Phase))
+				continue
+			}
+			t.Logf("CSV %s/%s was re-created after the uninstall (uid %s, created %s, phase %q); deleting it again",
+				c.Namespace, c.Name, c.UID, c.CreationTimestamp.Format(time.RFC3339), c.Status.Phase)
+			if err := k8s.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+				return false, "", err
 			}
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -531,9 +586,36 @@ func uninstall(t *testing.T, ctx context.Context, m mode, sub *operatorsv1alpha1
 		return len(left) == 0, "left after uninstall: " + strings.Join(left, ", "), nil
 	})
 	if err != nil {
-		t.Fatalf("uninstall is incomplete: %v", err)
+		t.Fatalf("uninstall is incomplete: %v\nolm log:\n%s\ncatalog log:\n%s", err,
+			tail(filepath.Join(logDir, "olm.log"), 40), tail(filepath.Join(logDir, "catalog.log"), 40))
 	}
 	must(t, k8s.Delete(ctx, &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "podset-operator", Namespace: m.operatorNS}}))
+}
+
+const (
+	// csvCleanupFinalizer is the finalizer in which OLM deletes a CSV's
+	// cluster-scoped RBAC (matched by its olm.owner labels).
+	csvCleanupFinalizer = "operators.coreos.com/csv-cleanup"
+	// planQuiet is how long no InstallPlan may have been seen before a
+	// re-created CSV is deleted: longer than a plan's step takes to run.
+	planQuiet = 5 * time.Second
+)
+
+func hasFinalizer(o metav1.Object, f string) bool {
+	for _, x := range o.GetFinalizers() {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func ownerNames(o metav1.Object) []string {
+	var names []string
+	for _, r := range o.GetOwnerReferences() {
+		names = append(names, r.Kind+"/"+r.Name)
+	}
+	return names
 }
 
 func grep(s, substr string) string {
