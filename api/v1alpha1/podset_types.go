@@ -20,6 +20,16 @@ const (
 	// delete or update in place pods failed; its message carries the API
 	// server's error.
 	ConditionReplicaFailure = "ReplicaFailure"
+	// ConditionReconciling and ConditionStalled are the two conditions
+	// that kstatus (sigs.k8s.io/cli-utils/pkg/kstatus), and so Flux, Helm 4,
+	// kpt and Config Sync, read for a custom resource. They give the
+	// verdict these tools give a Deployment in the same situation:
+	// Reconciling is True while the pods have not reached the spec (the
+	// reasons of Progressing, and Paused), Stalled is True when they cannot
+	// without someone acting (the progress deadline passed, or InPlaceOnly
+	// keeps pods that need replacing). At most one of them is True.
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // PodSetSpec is the desired state of a PodSet.
@@ -361,7 +371,8 @@ type PodSetStatus struct {
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 
-	// conditions are Available, Progressing and ReplicaFailure.
+	// conditions are Available, Progressing and ReplicaFailure, and
+	// Reconciling and Stalled, which kstatus (Flux, Helm, kpt) reads.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -53,6 +53,16 @@ const (
 	// ReasonFailedUpdate: an in-place update of a pod was refused.
 	ReasonFailedUpdate = "FailedUpdate"
 	ReasonNoFailure    = "NoFailure"
+	// Reconciling, False: the pods match the spec (ReasonReconciled), or
+	// cannot get there without someone acting (ReasonStalled). True: the
+	// reasons of Progressing.
+	ReasonReconciled = "Reconciled"
+	ReasonStalled    = "Stalled"
+	// Stalled, True: ReasonProgressDeadlineExceeded, or
+	// ReasonInPlaceOnlyKeepsPods: InPlaceOnly keeps old pods whose change
+	// needs new pods. False: ReasonNotStalled.
+	ReasonInPlaceOnlyKeepsPods = "InPlaceOnlyKeepsPods"
+	ReasonNotStalled           = "NotStalled"
 )
 
 // In-place updates (spec.updateStrategy.rollingUpdate.podUpdatePolicy

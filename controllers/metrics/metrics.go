@@ -52,7 +52,7 @@ var (
 	descMetadataGeneration = prometheus.NewDesc("podset_metadata_generation",
 		"The generation of the PodSet's spec (metadata.generation).", podSetLabels, nil)
 	descStatusCondition = prometheus.NewDesc("podset_status_condition",
-		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
+		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure, Reconciling, Stalled): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
 		[]string{"condition", "namespace", "podset", "status"}, nil)
 )
 
@@ -189,6 +189,7 @@ func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 // with a third of the series, which is most of a scrape's cost.
 var podSetConditionTypes = []string{
 	appv1alpha1.ConditionAvailable, appv1alpha1.ConditionProgressing, appv1alpha1.ConditionReplicaFailure,
+	appv1alpha1.ConditionReconciling, appv1alpha1.ConditionStalled,
 }
 
 // Doc describes one metric for docs/metrics.md.

@@ -42,6 +42,7 @@ func TestPodSetMetrics(t *testing.T) {
 		Conditions: []metav1.Condition{
 			{Type: appv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse},
 			{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue},
+			{Type: appv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue},
 		},
 	}
 	want := `
@@ -60,17 +61,19 @@ podset_status_observed_generation{namespace="ns",podset="web"} 3
 # HELP podset_metadata_generation The generation of the PodSet's spec (metadata.generation).
 # TYPE podset_metadata_generation gauge
 podset_metadata_generation{namespace="ns",podset="web"} 4
-# HELP podset_status_condition The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).
+# HELP podset_status_condition The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure, Reconciling, Stalled): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).
 # TYPE podset_status_condition gauge
 podset_status_condition{condition="Available",namespace="ns",podset="web",status="false"} 1
 podset_status_condition{condition="Progressing",namespace="ns",podset="web",status="unknown"} 1
+podset_status_condition{condition="Reconciling",namespace="ns",podset="web",status="true"} 1
 podset_status_condition{condition="ReplicaFailure",namespace="ns",podset="web",status="true"} 1
+podset_status_condition{condition="Stalled",namespace="ns",podset="web",status="unknown"} 1
 `
 	g.Expect(testutil.CollectAndCompare(metricsFor(ps), strings.NewReader(want),
 		"podset_spec_replicas", "podset_status_available_replicas", "podset_status_ready_replicas",
 		"podset_status_observed_generation", "podset_metadata_generation", "podset_status_condition")).To(Succeed())
 	// Every per-PodSet metric is there, and passes the registry's lint.
-	g.Expect(testutil.CollectAndCount(metricsFor(ps))).To(Equal(7 + 3))
+	g.Expect(testutil.CollectAndCount(metricsFor(ps))).To(Equal(7 + 5))
 	problems, err := testutil.CollectAndLint(metricsFor(ps))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(problems).To(BeEmpty())

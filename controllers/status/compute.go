@@ -78,14 +78,15 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 	transition := metav1.NewTime(now)
 	in := observed.Rollout
 	paused := in != nil && !in.Strategy.OnDelete && in.Strategy.Paused
-	if progressed(ps, prev, status, paused) {
+	complete := in != nil && rollout.Complete(*in)
+	if progressed(ps, prev, status, paused, complete) {
 		status.LastProgressTime = &transition
 	}
 	setAvailableCondition(&status, desired, ps.Generation, transition)
-	setProgressingCondition(&status, progressFacts{
+	facts := progressFacts{
 		desired:  desired,
 		paused:   paused,
-		complete: in != nil && rollout.Complete(*in),
+		complete: complete,
 		rolling:  in != nil && !in.Strategy.OnDelete && (in.Updated.Live < wantUpdated(*in) || in.UpdatedPending > 0),
 		stuck:    stuckInPlace(pods),
 		kept:     keptOld(in),
@@ -93,8 +94,10 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		noRoom:   in != nil && in.Strategy.InPlaceOnly && in.Strategy.MaxUnavailable == 0 && in.OldInPlace.Live > 0,
 		deadline: progressDeadline(ps),
 		now:      now,
-	}, ps.Generation, transition)
+	}
+	setProgressingCondition(&status, facts, ps.Generation, transition)
 	setReplicaFailureCondition(&status, outcome, ps.Generation, transition)
+	setReconcilingAndStalled(&status, facts, ps.Generation, transition)
 	return status
 }
 
@@ -140,18 +143,22 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 // progressed reports whether the pods moved towards the spec since the
 // stored status, which restarts the progress deadline: a new spec or
 // revision, a rollout resumed, more pods updated, ready or available, fewer
-// old pods, or the live count closer to replicas.
-func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paused bool) bool {
+// old pods, or the live count closer to replicas. Work that appears after
+// the pods had reached the spec (a pod lost or no longer ready) starts the
+// deadline afresh too, as a Deployment's does: the time spent complete is
+// not time without progress.
+func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paused, complete bool) bool {
 	desired := ps.DesiredReplicas()
 	distance := func(n int32) int32 { return max(n-desired, desired-n) }
-	wasPaused := func() bool {
+	prevReason := func(reason string) bool {
 		c := meta.FindStatusCondition(prev.Conditions, appv1alpha1.ConditionProgressing)
-		return c != nil && c.Reason == appv1alpha1.ReasonPaused
+		return c != nil && c.Reason == reason
 	}
 	return prev.LastProgressTime == nil ||
 		prev.ObservedGeneration != ps.Generation ||
 		prev.UpdateRevision != cur.UpdateRevision ||
-		(wasPaused() && !paused) ||
+		(prevReason(appv1alpha1.ReasonPaused) && !paused) ||
+		(prevReason(appv1alpha1.ReasonNewRevisionAvailable) && !complete) ||
 		cur.UpdatedReplicas > prev.UpdatedReplicas ||
 		cur.UpdatedAvailableReplicas > prev.UpdatedAvailableReplicas ||
 		cur.ReadyReplicas > prev.ReadyReplicas ||
@@ -258,6 +265,66 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		c.Message = fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// setReconcilingAndStalled sets the conditions kstatus reads (see
+// appv1alpha1.ConditionReconciling) from the Progressing and ReplicaFailure
+// conditions just computed, so that they never disagree with them:
+//
+//   - Stalled is True when Progressing is False (ProgressDeadlineExceeded),
+//     where kstatus fails a Deployment, and when InPlaceOnly keeps old pods
+//     that only new pods could update, which no waiting resolves;
+//   - otherwise Reconciling is True until Progressing says
+//     NewRevisionAvailable, with Progressing's reason (Paused included: a
+//     paused Deployment is InProgress to kstatus too);
+//   - a failing pod write (ReplicaFailure) is named in both messages, since
+//     it is the usual reason why no progress is made.
+func setReconcilingAndStalled(status *appv1alpha1.PodSetStatus, f progressFacts, generation int64, transition metav1.Time) {
+	progressing := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionProgressing)
+	reconciling := metav1.Condition{
+		Type:               appv1alpha1.ConditionReconciling,
+		Status:             metav1.ConditionTrue,
+		Reason:             progressing.Reason,
+		Message:            progressing.Message + failureNote(status),
+		ObservedGeneration: generation,
+		LastTransitionTime: transition,
+	}
+	stalled := metav1.Condition{
+		Type:               appv1alpha1.ConditionStalled,
+		Status:             metav1.ConditionFalse,
+		Reason:             appv1alpha1.ReasonNotStalled,
+		Message:            "the pods are moving towards the spec within spec.progressDeadlineSeconds",
+		ObservedGeneration: generation,
+		LastTransitionTime: transition,
+	}
+	switch {
+	case progressing.Reason == appv1alpha1.ReasonProgressDeadlineExceeded:
+		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonProgressDeadlineExceeded
+		stalled.Message = progressing.Message + failureNote(status)
+	case f.kept > 0 || f.noRoom:
+		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonInPlaceOnlyKeepsPods
+		stalled.Message = progressing.Message
+	case progressing.Status == metav1.ConditionTrue && progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable:
+		reconciling.Status, reconciling.Reason = metav1.ConditionFalse, appv1alpha1.ReasonReconciled
+		stalled.Message = "the pods match the spec"
+	}
+	if stalled.Status == metav1.ConditionTrue {
+		reconciling.Status, reconciling.Reason = metav1.ConditionFalse, appv1alpha1.ReasonStalled
+		reconciling.Message = "stalled (see the Stalled condition): " + stalled.Message
+	}
+	reconciling.Message = Truncate(reconciling.Message, maxConditionMessage)
+	stalled.Message = Truncate(stalled.Message, maxConditionMessage)
+	meta.SetStatusCondition(&status.Conditions, reconciling)
+	meta.SetStatusCondition(&status.Conditions, stalled)
+}
+
+// failureNote names the failing pod write, if the last one failed.
+func failureNote(status *appv1alpha1.PodSetStatus) string {
+	c := meta.FindStatusCondition(status.Conditions, appv1alpha1.ConditionReplicaFailure)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return ""
+	}
+	return fmt.Sprintf("; pod writes are failing (%s): %s", c.Reason, c.Message)
 }
 
 func (f progressFacts) stuckNote() string {

@@ -141,7 +141,7 @@ func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 	g.Expect(st.Selector).To(Equal("app.example.com/podset=web,app.kubernetes.io/instance=web," +
 		"app.kubernetes.io/managed-by=podset-operator,app.kubernetes.io/name=podset"))
 	g.Expect(st.ObservedGeneration).To(Equal(int64(7)))
-	g.Expect(st.Conditions).To(HaveLen(3))
+	g.Expect(st.Conditions).To(HaveLen(5))
 	for _, c := range st.Conditions {
 		g.Expect(c.ObservedGeneration).To(Equal(int64(7)), c.Type)
 	}
@@ -354,7 +354,7 @@ func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 
 	st := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
-	g.Expect(st.Conditions).To(HaveLen(3))
+	g.Expect(st.Conditions).To(HaveLen(5))
 	for _, c := range st.Conditions {
 		g.Expect(c.LastTransitionTime.Time).To(BeTemporally("==", operandtest.Now),
 			"%s (changed or new) should have transitioned at now", c.Type)
