@@ -145,8 +145,10 @@ func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, upda
 // revision, a rollout resumed, more pods updated, ready or available, fewer
 // old pods, or the live count closer to replicas. Work that appears after
 // the pods had reached the spec (a pod lost or no longer ready) starts the
-// deadline afresh too, as a Deployment's does: the time spent complete is
-// not time without progress.
+// deadline afresh too: the time spent complete is not time without
+// progress. (A Deployment's controller stops checking the deadline once a
+// rollout completes; a PodSet that cannot get back to strength is reported
+// stuck once the deadline passes, see docs/reference.md.)
 func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paused, complete bool) bool {
 	desired := ps.DesiredReplicas()
 	distance := func(n int32) int32 { return max(n-desired, desired-n) }
@@ -273,7 +275,8 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 //
 //   - Stalled is True when Progressing is False (ProgressDeadlineExceeded),
 //     where kstatus fails a Deployment, and when InPlaceOnly keeps old pods
-//     that only new pods could update, which no waiting resolves;
+//     that only new pods could update (or can take none out of service),
+//     which no waiting resolves, unless the rollout is paused or done;
 //   - otherwise Reconciling is True until Progressing says
 //     NewRevisionAvailable, with Progressing's reason (Paused included: a
 //     paused Deployment is InProgress to kstatus too);
@@ -301,7 +304,7 @@ func setReconcilingAndStalled(status *appv1alpha1.PodSetStatus, f progressFacts,
 	case progressing.Reason == appv1alpha1.ReasonProgressDeadlineExceeded:
 		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonProgressDeadlineExceeded
 		stalled.Message = progressing.Message + failureNote(status)
-	case f.kept > 0 || f.noRoom:
+	case !f.paused && !f.complete && (f.kept > 0 || f.noRoom):
 		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonInPlaceOnlyKeepsPods
 		stalled.Message = progressing.Message
 	case progressing.Status == metav1.ConditionTrue && progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable:

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
@@ -67,9 +68,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 		wantArgo string
 	}{
 		{
-			// The Deployment controller never times out a Deployment that
-			// had completed until new work starts; kstatus then reports it
-			// InProgress ("Ready: 1/2"), not Failed.
+			// Work after completion starts the deadline afresh: InProgress
+			// ("Ready: 1/2" for a Deployment), not Failed at once.
 			name:     "a pod lost an hour after the last progress",
 			replicas: 2,
 			prepare:  settledLongAgo,
@@ -124,6 +124,52 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			},
 			want: kstatus.FailedStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue, wantArgo: argocd.Degraded,
 			wantReason: appv1alpha1.ReasonInPlaceOnlyKeepsPods, wantInMessage: "spec.env changed",
+		},
+		{
+			// maxUnavailable 0 under InPlaceOnly moves no pod, but the
+			// partition keeps every pod on the old revision anyway: done.
+			name:     "InPlaceOnly with maxUnavailable 0, the partition holding every pod",
+			replicas: 2,
+			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			observed: func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed {
+				zero := intstr.FromInt32(0)
+				strategy, err := rollout.Resolve(2, false, false, nil, &zero, 2)
+				if err != nil {
+					panic(err)
+				}
+				return Observed{
+					UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
+					Rollout: &rollout.Input{
+						Replicas: 2, Strategy: strategy.InPlace(true, true, 2),
+						Old: rollout.Group{Live: 2, Available: 2}, OldInPlace: rollout.Group{Live: 2, Available: 2}, CanCreateOld: true,
+					},
+				}
+			},
+			want: kstatus.CurrentStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionFalse,
+			wantReason: appv1alpha1.ReasonReconciled, wantArgo: argocd.Healthy,
+		},
+		{
+			// Paused, a PodSet is InProgress (Argo CD: Suspended) as a
+			// paused Deployment is, whatever the pods it would keep.
+			name:     "InPlaceOnly keeps pods, paused",
+			replicas: 2,
+			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			observed: func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed {
+				strategy, err := rollout.Resolve(2, false, true, nil, nil, 0)
+				if err != nil {
+					panic(err)
+				}
+				return Observed{
+					UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
+					Rollout: &rollout.Input{
+						Replicas: 2, Strategy: strategy.InPlace(true, false, 2),
+						Old: rollout.Group{Live: 2, Available: 2}, CanCreateOld: true,
+					},
+					KeptInPlace: "spec.env changed",
+				}
+			},
+			want: kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse,
+			wantReason: appv1alpha1.ReasonPaused, wantArgo: argocd.Suspended,
 		},
 		{
 			name:     "converged",

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,30 +100,27 @@ func TestKstatus(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			RegisterTestingT(t)
-			ns := newNamespace(t, fmt.Sprintf("kstatus-%d", i), nil)
+			// A namespace each, so that a quota counts one kind's pods.
+			p := pair{
+				podset:     client.ObjectKey{Namespace: newNamespace(t, fmt.Sprintf("kstatus-%d-podset", i), nil), Name: "web"},
+				deployment: client.ObjectKey{Namespace: newNamespace(t, fmt.Sprintf("kstatus-%d-deployment", i), nil), Name: "web"},
+			}
 			if tt.quota > 0 {
-				setQuota(t, ns, "pods", tt.quota)
-				// The quota controller must have counted the namespace
-				// before the pods come, or the API server admits them.
-				Eventually(func(g Gomega) {
-					q := &corev1.ResourceQuota{}
-					g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pods"}, q)).To(Succeed())
-					g.Expect(q.Status.Hard).To(HaveKey(corev1.ResourcePods))
-				}, time.Minute, 200*time.Millisecond).Should(Succeed())
+				setQuotaEnforced(t, p.podset.Namespace, tt.quota)
+				setQuotaEnforced(t, p.deployment.Namespace, tt.quota)
 			}
 			if tt.unschedulable {
 				taintAllNodes(t)
 			}
-			p := pair{podset: client.ObjectKey{Namespace: ns, Name: "web-podset"}, deployment: client.ObjectKey{Namespace: ns, Name: "web-deployment"}}
 			ps := &appv1alpha1.PodSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.podset.Name},
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.podset.Namespace, Name: p.podset.Name},
 				Spec: appv1alpha1.PodSetSpec{
 					Replicas: ptr.To(tt.replicas), Image: imageV1,
 					ProgressDeadlineSeconds: nonZero(tt.deadline),
 				},
 			}
 			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.deployment.Name},
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.deployment.Namespace, Name: p.deployment.Name},
 				Spec: appsv1.DeploymentSpec{
 					Replicas: ptr.To(tt.replicas),
 					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": p.deployment.Name}},
@@ -199,6 +197,31 @@ func patchBoth(t *testing.T, p pair, podsetPatch, deploymentPatch string) {
 	Expect(env.admin.Patch(t.Context(), ps, client.RawPatch(types.MergePatchType, []byte(podsetPatch)))).To(Succeed())
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: p.deployment.Namespace, Name: p.deployment.Name}}
 	Expect(env.admin.Patch(t.Context(), d, client.RawPatch(types.StrategicMergePatchType, []byte(deploymentPatch)))).To(Succeed())
+}
+
+// setQuotaEnforced limits ns to pods pods, once the API server enforces
+// the limit: a ResourceQuota whose status the quota controller has not
+// filled yet, or that the API server's quota admission has not seen yet,
+// admits every pod. The quota starts at 0 pods, so a pod is refused once it
+// is enforced (probed by a dry-run create); raising it then can only refuse
+// pods for a moment longer, which the controllers retry.
+func setQuotaEnforced(t *testing.T, ns string, pods int64) {
+	t.Helper()
+	setQuota(t, ns, "pods", 0)
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-probe"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "docker.io/library/busybox:1.37.0"}}},
+	}
+	Eventually(func(g Gomega) {
+		err := env.admin.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a pod beyond the quota was not refused: %v", err)
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	setQuota(t, ns, "pods", pods)
+	Eventually(func(g Gomega) {
+		q := &corev1.ResourceQuota{}
+		g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pods"}, q)).To(Succeed())
+		g.Expect(q.Status.Hard.Pods().Value()).To(Equal(pods))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 }
 
 // taintAllNodes keeps new pods from being scheduled until the test ends.
