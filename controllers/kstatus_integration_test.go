@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -19,6 +17,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/internal/argocd"
 )
 
@@ -238,7 +237,8 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 			var last *kstatus.Result
 			g.Eventually(func(g Gomega) {
 				got := getPodSet(g, ps)
-				u := toUnstructured(g, got)
+				u, err := operandtest.Unstructured(got)
+				g.Expect(err).NotTo(HaveOccurred())
 				if tt.view != nil {
 					tt.view(u)
 				}
@@ -267,7 +267,8 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 			// A verdict that only held for a moment would mislead a
 			// pipeline that polls: it must stay.
 			g.Consistently(func(g Gomega) {
-				u := toUnstructured(g, getPodSet(g, ps))
+				u, err := operandtest.Unstructured(getPodSet(g, ps))
+				g.Expect(err).NotTo(HaveOccurred())
 				if tt.view != nil {
 					tt.view(u)
 				}
@@ -285,16 +286,4 @@ func conditionReasonIfTrue(c *metav1.Condition) string {
 		return ""
 	}
 	return c.Reason
-}
-
-// toUnstructured is the object as a tool that reads JSON from the API server
-// gets it (integers as int64, which kstatus requires).
-func toUnstructured(g Gomega, ps *appv1alpha1.PodSet) *unstructured.Unstructured {
-	ps = ps.DeepCopy()
-	ps.SetGroupVersionKind(appv1alpha1.GroupVersion.WithKind("PodSet"))
-	data, err := json.Marshal(ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
-	g.Expect(err).NotTo(HaveOccurred())
-	return obj.(*unstructured.Unstructured)
 }

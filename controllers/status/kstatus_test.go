@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -108,21 +105,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "InPlaceOnly keeps pods whose change needs new pods",
 			replicas: 2,
 			pods:     []*corev1.Pod{ready("a"), ready("b")},
-			observed: func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed {
-				strategy, err := rollout.Resolve(2, false, false, nil, nil, 0)
-				if err != nil {
-					panic(err)
-				}
-				return Observed{
-					UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
-					Rollout: &rollout.Input{
-						Replicas: 2, Strategy: strategy.InPlace(true, false, 2),
-						Old: rollout.Group{Live: 2, Available: 2}, CanCreateOld: true,
-					},
-					KeptInPlace: "spec.env changed",
-				}
-			},
-			want: kstatus.FailedStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue, wantArgo: argocd.Degraded,
+			observed: inPlaceOnly(resolve(false, nil, 0), false, 0, "spec.env changed"),
+			want:     kstatus.FailedStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue, wantArgo: argocd.Degraded,
 			wantReason: appv1alpha1.ReasonInPlaceOnlyKeepsPods, wantInMessage: "spec.env changed",
 		},
 		{
@@ -131,21 +115,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "InPlaceOnly with maxUnavailable 0, the partition holding every pod",
 			replicas: 2,
 			pods:     []*corev1.Pod{ready("a"), ready("b")},
-			observed: func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed {
-				zero := intstr.FromInt32(0)
-				strategy, err := rollout.Resolve(2, false, false, nil, &zero, 2)
-				if err != nil {
-					panic(err)
-				}
-				return Observed{
-					UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
-					Rollout: &rollout.Input{
-						Replicas: 2, Strategy: strategy.InPlace(true, true, 2),
-						Old: rollout.Group{Live: 2, Available: 2}, OldInPlace: rollout.Group{Live: 2, Available: 2}, CanCreateOld: true,
-					},
-				}
-			},
-			want: kstatus.CurrentStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionFalse,
+			observed: inPlaceOnly(resolve(false, ptr.To(intstr.FromInt32(0)), 2), true, 2, ""),
+			want:     kstatus.CurrentStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionFalse,
 			wantReason: appv1alpha1.ReasonReconciled, wantArgo: argocd.Healthy,
 		},
 		{
@@ -154,21 +125,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "InPlaceOnly keeps pods, paused",
 			replicas: 2,
 			pods:     []*corev1.Pod{ready("a"), ready("b")},
-			observed: func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed {
-				strategy, err := rollout.Resolve(2, false, true, nil, nil, 0)
-				if err != nil {
-					panic(err)
-				}
-				return Observed{
-					UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
-					Rollout: &rollout.Input{
-						Replicas: 2, Strategy: strategy.InPlace(true, false, 2),
-						Old: rollout.Group{Live: 2, Available: 2}, CanCreateOld: true,
-					},
-					KeptInPlace: "spec.env changed",
-				}
-			},
-			want: kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse,
+			observed: inPlaceOnly(resolve(true, nil, 0), false, 0, "spec.env changed"),
+			want:     kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse,
 			wantReason: appv1alpha1.ReasonPaused, wantArgo: argocd.Suspended,
 		},
 		{
@@ -209,23 +167,41 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			g.Expect(rec.ObservedGeneration).To(Equal(ps.Generation))
 			g.Expect(stalled.ObservedGeneration).To(Equal(ps.Generation))
 
-			res, err := kstatus.Compute(asUnstructured(g, ps))
+			u, err := operandtest.Unstructured(ps)
+			g.Expect(err).NotTo(HaveOccurred())
+			res, err := kstatus.Compute(u)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Status).To(Equal(tt.want), res.Message)
 
-			health, err := argocd.Evaluate(argocd.HealthLua, asUnstructured(g, ps).Object)
+			health, err := argocd.Evaluate(argocd.HealthLua, u.Object)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(health.Status).To(Equal(tt.wantArgo), health.Message)
 		})
 	}
 }
 
-func asUnstructured(g Gomega, ps *appv1alpha1.PodSet) *unstructured.Unstructured {
-	ps = ps.DeepCopy()
-	ps.SetGroupVersionKind(appv1alpha1.GroupVersion.WithKind("PodSet"))
-	data, err := json.Marshal(ps)
-	g.Expect(err).NotTo(HaveOccurred())
-	obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
-	g.Expect(err).NotTo(HaveOccurred())
-	return obj.(*unstructured.Unstructured)
+// inPlaceOnly is what the reconciler observes of two pods on revision web-1
+// when the template asks for web-2 under InPlaceOnly: strategy resolves
+// replicas 2, old says how many pods (all available) each group has, and
+// kept why the first pod kept cannot take the change in place.
+func inPlaceOnly(strategy rollout.Strategy, zeroAsked bool, oldInPlace int, kept string) func(*appv1alpha1.PodSet, []*corev1.Pod) Observed {
+	return func(*appv1alpha1.PodSet, []*corev1.Pod) Observed {
+		return Observed{
+			UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
+			Rollout: &rollout.Input{
+				Replicas: 2, Strategy: strategy.InPlace(true, zeroAsked, 2),
+				Old: rollout.Group{Live: 2, Available: 2}, OldInPlace: rollout.Group{Live: oldInPlace, Available: oldInPlace}, CanCreateOld: true,
+			},
+			KeptInPlace: kept,
+		}
+	}
+}
+
+// resolve is rollout.Resolve for two pods, which the cases give valid input.
+func resolve(paused bool, maxUnavailable *intstr.IntOrString, partition int) rollout.Strategy {
+	s, err := rollout.Resolve(2, false, paused, nil, maxUnavailable, partition)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -157,6 +157,12 @@ func TestKstatus(t *testing.T) {
 			Consistently(func(g Gomega) {
 				g.Expect(verdicts(g, p)).To(Equal(want), "PodSet, Deployment, Argo CD")
 			}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+			// The kubectl wait that docs/reference.md gives for the state.
+			if cond := map[kstatus.Status]string{
+				kstatus.CurrentStatus: "Reconciling=False", kstatus.FailedStatus: "Stalled", kstatus.InProgressStatus: "Reconciling",
+			}[tt.want]; cond != "" {
+				mustKubectl(t, "wait", "-n", p.podset.Namespace, "podset/"+p.podset.Name, "--for=condition="+cond, "--timeout=10s")
+			}
 		})
 	}
 }
