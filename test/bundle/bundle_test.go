@@ -146,6 +146,42 @@ func TestInstallModes(t *testing.T) {
 	}
 }
 
+// TestOpenShiftFeatureAnnotations: OpenShift's OperatorHub filters operators
+// on the features.operators.openshift.io annotations, and Red Hat's
+// preflight wants each present as "true" or "false". docs/reference.md says
+// why each has its value; a change of value must change the docs too.
+func TestOpenShiftFeatureAnnotations(t *testing.T) {
+	csv := loadBundle(t).CSV
+	want := map[string]string{
+		"cnf": "false", "cni": "false", "csi": "false",
+		"disconnected":   "false",
+		"fips-compliant": "false",
+		"proxy-aware":    "false",
+		"tls-profiles":   "false",
+		"token-auth-aws": "false", "token-auth-azure": "false", "token-auth-gcp": "false",
+	}
+	docs, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for feature, value := range want {
+		key := "features.operators.openshift.io/" + feature
+		if got, ok := csv.Annotations[key]; !ok || got != value {
+			t.Errorf("%s = %q (present %v), want %q", key, got, ok, value)
+		}
+		if row := fmt.Sprintf("| `%s` | `%s` |", feature, value); !strings.Contains(string(docs), row) {
+			t.Errorf("docs/reference.md has no row %q explaining it", row)
+		}
+	}
+	for key := range csv.Annotations {
+		if feature, ok := strings.CutPrefix(key, "features.operators.openshift.io/"); ok {
+			if _, known := want[feature]; !known {
+				t.Errorf("%s is not one of the annotations this test and the docs know", key)
+			}
+		}
+	}
+}
+
 // TestManagerEnvironment checks that the manager watches the OperatorGroup's
 // target namespaces and that its operand image is a related image, so that
 // mirroring the bundle for a disconnected cluster copies it.
