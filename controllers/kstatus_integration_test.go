@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/internal/argocd"
 )
@@ -31,17 +31,10 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 	requireEnvtest(t)
 	imageReady := func(images ...string) func(*corev1.Pod) (corev1.PodStatus, bool) {
 		return func(pod *corev1.Pod) (corev1.PodStatus, bool) {
-			ok := false
-			for _, img := range images {
-				ok = ok || pod.Spec.Containers[0].Image == img
-			}
-			if !ok || operand.IsReady(pod) {
+			if !slices.Contains(images, pod.Spec.Containers[0].Image) {
 				return corev1.PodStatus{}, false
 			}
-			st := *pod.Status.DeepCopy()
-			st.Phase = corev1.PodRunning
-			st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			return st, true
+			return readyStatus(pod)
 		}
 	}
 	const v1, v2 = "registry.example.com/web:1", "registry.example.com/web:2"
@@ -234,8 +227,9 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 			ns := newTestNamespace(t, nil)
 			ps := tt.setup(ctx, t, g, ns)
 
-			var last *kstatus.Result
-			g.Eventually(func(g Gomega) {
+			// verdict is kstatus' verdict of the PodSet as read now, and
+			// the object it was drawn from.
+			verdict := func(g Gomega) (*appv1alpha1.PodSet, *unstructured.Unstructured, *kstatus.Result) {
 				got := getPodSet(g, ps)
 				u, err := operandtest.Unstructured(got)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -244,8 +238,13 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 				}
 				res, err := kstatus.Compute(u)
 				g.Expect(err).NotTo(HaveOccurred())
-				last = res
 				g.Expect(res.Status).To(Equal(tt.want), "kstatus: %s", res.Message)
+				return got, u, res
+			}
+			var last *kstatus.Result
+			g.Eventually(func(g Gomega) {
+				got, u, res := verdict(g)
+				last = res
 				health, err := argocd.Evaluate(argocd.HealthLua, u.Object)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(health.Status).To(Equal(tt.argo), "Argo CD: %s", health.Message)
@@ -266,16 +265,7 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 			}, eventually, poll).Should(Succeed())
 			// A verdict that only held for a moment would mislead a
 			// pipeline that polls: it must stay.
-			g.Consistently(func(g Gomega) {
-				u, err := operandtest.Unstructured(getPodSet(g, ps))
-				g.Expect(err).NotTo(HaveOccurred())
-				if tt.view != nil {
-					tt.view(u)
-				}
-				res, err := kstatus.Compute(u)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(res.Status).To(Equal(tt.want), "kstatus: %s", res.Message)
-			}, time.Second, poll).Should(Succeed())
+			g.Consistently(func(g Gomega) { verdict(g) }, time.Second, poll).Should(Succeed())
 			t.Logf("kstatus: %s (%s)", last.Status, last.Message)
 		})
 	}

@@ -342,15 +342,20 @@ func TestIntegrationZeroCountsAreStored(t *testing.T) {
 // ends: each live pod becomes Running and Ready shortly after it appears.
 func startFakeKubelet(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
-	runKubeletStandIn(ctx, ns, 150*time.Millisecond, func(pod *corev1.Pod) (corev1.PodStatus, bool) {
-		if operand.IsReady(pod) {
-			return corev1.PodStatus{}, false
-		}
-		st := *pod.Status.DeepCopy()
-		st.Phase = corev1.PodRunning
-		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		return st, true
-	})
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, readyStatus)
+}
+
+// readyStatus is the status a kubelet gives a pod whose container started
+// and turned ready: Running and Ready from now. It says no change for a
+// pod that is ready already.
+func readyStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
+	if operand.IsReady(pod) {
+		return corev1.PodStatus{}, false
+	}
+	st := *pod.Status.DeepCopy()
+	st.Phase = corev1.PodRunning
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	return st, true
 }
 
 // runKubeletStandIn writes, every interval until ctx ends, the status that

@@ -59,19 +59,19 @@ func TestKstatus(t *testing.T) {
 		{name: "the same, past progressDeadlineSeconds", replicas: 3, quota: 1, deadline: 10, want: kstatus.FailedStatus, argo: argocd.Degraded},
 		{
 			name: "a rollout held: maxSurge 1, maxUnavailable 0, no room for the surge pod", replicas: 3, quota: 3, surge1: true,
-			then: func(t *testing.T, p pair) { setImages(t, p.podset, p.deployment, imageV2) },
+			then: func(t *testing.T, p pair) { setImages(t, p, imageV2) },
 			want: kstatus.InProgressStatus, argo: argocd.Progressing,
 		},
 		{
 			name: "the held rollout, past progressDeadlineSeconds", replicas: 3, quota: 3, surge1: true, deadline: 10,
-			then: func(t *testing.T, p pair) { setImages(t, p.podset, p.deployment, imageV2) },
+			then: func(t *testing.T, p pair) { setImages(t, p, imageV2) },
 			want: kstatus.FailedStatus, argo: argocd.Degraded,
 		},
 		{
 			name: "paused, then a new template", replicas: 3, surge1: true,
 			then: func(t *testing.T, p pair) {
 				patchBoth(t, p, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}`, `{"spec":{"paused":true}}`)
-				setImages(t, p.podset, p.deployment, imageV2)
+				setImages(t, p, imageV2)
 			},
 			want: kstatus.InProgressStatus, argo: argocd.Suspended,
 		},
@@ -192,8 +192,8 @@ func verdicts(g Gomega, p pair) [3]string {
 // pair names a PodSet and the Deployment put in the same situation.
 type pair struct{ podset, deployment client.ObjectKey }
 
-func setImages(t *testing.T, podset, deployment client.ObjectKey, image string) {
-	patchBoth(t, pair{podset: podset, deployment: deployment},
+func setImages(t *testing.T, p pair, image string) {
+	patchBoth(t, p,
 		fmt.Sprintf(`{"spec":{"image":%q}}`, image),
 		fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, image))
 }
