@@ -1,6 +1,10 @@
 # Builds the manager image. Multi-stage: the Go toolchain stays in the builder,
 # the final image holds only the static binary.
-FROM golang:1.26 AS builder
+#
+# The builder runs on the build machine's platform and cross-compiles for the
+# target one (make docker-buildx builds every platform of PLATFORMS this way):
+# no RUN step ever needs an emulator, and Go needs no C toolchain for it.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 
@@ -19,7 +23,8 @@ COPY controllers/ controllers/
 COPY internal/ internal/
 
 # CGO_ENABLED=0: a static binary, since the distroless base has no libc.
-# GOARCH defaults to the builder's platform unless buildx passes TARGETARCH.
+# TARGETOS and TARGETARCH are the platform being built, which docker buildx
+# and buildah set for each platform of --platform.
 # (No -a: a fresh builder has nothing stale to rebuild, and -a would also
 # ignore a build cache mounted into the build.)
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -o manager .

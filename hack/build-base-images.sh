@@ -5,10 +5,14 @@
 #   - docker.io/library/golang:1.26 (the manager's builder stage): this
 #     machine's Go toolchain, busybox-static for the shell, the CA bundle;
 #   - gcr.io/distroless/static:nonroot (the manager's base): passwd and
-#     group with nonroot (65532), /tmp, the CA bundle, nothing else.
+#     group with nonroot (65532), /tmp, the CA bundle, nothing else; as the
+#     original, a manifest list with one image per platform of PLATFORMS
+#     (comma-separated, default: this machine's), the files being the same
+#     for every architecture.
 # The project's Dockerfiles stay what a user with Docker runs. An image
-# already in the storage is kept.
-#   hack/build-base-images.sh
+# already in the storage is kept (the base image, when its list has every
+# platform asked for).
+#   [PLATFORMS=linux/amd64,linux/arm64] hack/build-base-images.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source hack/lib/debian.sh
@@ -28,7 +32,14 @@ if ! buildah inspect --type image docker.io/library/golang:1.26 >/dev/null 2>&1;
   echo "built docker.io/library/golang:1.26 from $(go version | awk '{print $3}')"
 fi
 
-if ! buildah inspect --type image gcr.io/distroless/static:nonroot >/dev/null 2>&1; then
+base=gcr.io/distroless/static:nonroot
+host=linux/$(go env GOARCH)
+platforms=$(tr ',' '\n' <<<"${PLATFORMS:-$host},$host" | sed '/^$/d' | sort -u)
+have=$(buildah manifest inspect "$base" 2>/dev/null | sed -n 's/.*"architecture": "\(.*\)",*/linux\/\1/p' | sort -u || true)
+if [[ -n "$(comm -23 <(echo "$platforms") <(echo "$have"))" ]]; then
+  # A single image of that name (as older versions of this script left
+  # it) or a list that lacks a platform: make the list again.
+  buildah manifest rm "$base" >/dev/null 2>&1 || buildah rmi "$base" >/dev/null 2>&1 || true
   root=$work/distroless/rootfs
   mkdir -p "$root/etc/ssl/certs" "$root/tmp" "$root/home/nonroot"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
@@ -36,6 +47,9 @@ if ! buildah inspect --type image gcr.io/distroless/static:nonroot >/dev/null 2>
   cp "$ca" "$root/etc/ssl/certs/ca-certificates.crt"
   chmod 1777 "$root/tmp"
   chown 65532:65532 "$root/home/nonroot"
-  buildah bud --quiet -f test/images/distroless-static/Dockerfile -t gcr.io/distroless/static:nonroot "$work/distroless" >/dev/null
-  echo "built gcr.io/distroless/static:nonroot"
+  # FROM scratch and COPY only: no step runs in the image, so building it
+  # for another architecture needs no emulator.
+  buildah build --quiet --platform="$(paste -sd, <<<"$platforms")" --manifest "$base" \
+    -f test/images/distroless-static/Dockerfile "$work/distroless" >/dev/null
+  echo "built $base for $(paste -sd' ' <<<"$platforms")"
 fi

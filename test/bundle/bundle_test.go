@@ -505,3 +505,74 @@ func TestReplacesThePreviousRelease(t *testing.T) {
 		t.Errorf("no channel of the catalog has %s", csv.Name)
 	}
 }
+
+// TestPlatforms holds three lists to each other: the platforms the Makefile
+// builds the manager image for (PLATFORMS, which make docker-buildx builds
+// and test/multiarch checks in the pushed manifest list), the CSV's
+// operatorframework.io/arch.* and os.* labels (what OLM and OperatorHub
+// offer the operator on) and the manager Deployment's node affinity (where
+// the scheduler may put its pod). A platform in one and not another is an
+// install that fails with "exec format error", or one that is never offered.
+func TestPlatforms(t *testing.T) {
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built []string
+	for _, line := range strings.Split(string(makefile), "\n") {
+		if v, ok := strings.CutPrefix(line, "PLATFORMS ?= "); ok {
+			built = strings.Split(strings.TrimSpace(v), ",")
+		}
+	}
+	if len(built) == 0 {
+		t.Fatal("the Makefile sets no PLATFORMS")
+	}
+	wantOS, wantArch := map[string]bool{}, map[string]bool{}
+	for _, p := range built {
+		os, arch, ok := strings.Cut(p, "/")
+		if !ok {
+			t.Fatalf("PLATFORMS entry %q is not OS/ARCH", p)
+		}
+		wantOS[os], wantArch[arch] = true, true
+	}
+
+	csv := loadBundle(t).CSV
+	gotOS, gotArch := map[string]bool{}, map[string]bool{}
+	for k, v := range csv.Labels {
+		if arch, ok := strings.CutPrefix(k, "operatorframework.io/arch."); ok {
+			gotArch[arch] = v == "supported"
+		}
+		if os, ok := strings.CutPrefix(k, "operatorframework.io/os."); ok {
+			gotOS[os] = v == "supported"
+		}
+	}
+	if !reflect.DeepEqual(gotArch, wantArch) || !reflect.DeepEqual(gotOS, wantOS) {
+		t.Errorf("CSV labels say arch %v, os %v (true: supported); PLATFORMS builds %v", gotArch, gotOS, built)
+	}
+
+	deps := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	if len(deps) != 1 {
+		t.Fatalf("want exactly one deployment in the CSV, got %d", len(deps))
+	}
+	aff := deps[0].Spec.Template.Spec.Affinity
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		t.Fatal("the manager Deployment has no required node affinity")
+	}
+	terms := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 {
+		t.Fatalf("want one node selector term (the terms are ORed), got %d", len(terms))
+	}
+	affinity := map[string]map[string]bool{}
+	for _, e := range terms[0].MatchExpressions {
+		if e.Operator != "In" {
+			t.Errorf("node affinity on %s uses %s, want In", e.Key, e.Operator)
+		}
+		affinity[e.Key] = map[string]bool{}
+		for _, v := range e.Values {
+			affinity[e.Key][v] = true
+		}
+	}
+	if !reflect.DeepEqual(affinity["kubernetes.io/arch"], wantArch) || !reflect.DeepEqual(affinity["kubernetes.io/os"], wantOS) {
+		t.Errorf("the manager's node affinity allows %v; PLATFORMS builds %v", affinity, built)
+	}
+}
