@@ -161,6 +161,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		tls  bool
 	}{{"kube-controller-manager", c.ports.controllerManager, true}, {"kube-scheduler", c.ports.scheduler, true}}
 	if c.opts.RealNode == nil {
+		if c.opts.Registry {
+			if err := c.startRegistry(ctx); err != nil {
+				return err
+			}
+		}
 		if args, err = c.kwokArgs(); err != nil {
 			return err
 		}

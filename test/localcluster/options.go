@@ -24,6 +24,10 @@ type Options struct {
 	// RealNode, when set, runs one real node (kubelet, containerd) instead
 	// of the kwok nodes; see RealNode. It needs root.
 	RealNode *RealNode
+	// Registry runs the cluster's registry (registry.go) with the kwok
+	// nodes too, for tests that push images without running them; a real
+	// node always has it.
+	Registry bool
 	// PodsPerNode is each Node's pods capacity; default 5000 so that
 	// benchmarks with 10,000+ pods fit on a few Nodes.
 	PodsPerNode int

@@ -116,9 +116,9 @@ http:
 
 // RegistryHost is the registry's address, "127.0.0.1:PORT", the host part
 // of the names under which tools on this machine push and pull. Empty
-// without a real node.
+// without a real node or Options.Registry.
 func (c *Cluster) RegistryHost() string {
-	if c.opts.RealNode == nil {
+	if c.opts.RealNode == nil && !c.opts.Registry {
 		return ""
 	}
 	return "127.0.0.1:" + strconv.Itoa(c.ports.registry)

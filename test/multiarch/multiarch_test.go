@@ -1,0 +1,368 @@
+//go:build multiarch
+
+// Package multiarch_test builds the manager image for every platform of
+// PLATFORMS with `make docker-buildx` (buildah, no daemon), pushes it as one
+// manifest list into a registry on loopback, and checks what a cluster of
+// each architecture would pull: one image per platform, each holding a
+// static /manager compiled for it. Then it takes the arm64 /manager out of
+// its image and runs it under qemu-aarch64-static (Debian's
+// qemu-user-static) as the operator of a local cluster: it must reconcile a
+// PodSet exactly as the native build does. Run it with `make test-multiarch`.
+package multiarch_test
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"debug/buildinfo"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
+)
+
+var (
+	cluster  *localcluster.Cluster
+	k8s      client.Client
+	repoRoot string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return fail(err)
+	}
+	repoRoot = root
+	binDir := os.Getenv("K8S_BIN")
+	if binDir == "" || os.Getenv("PLATFORMS") == "" || os.Getenv("VERSION") == "" {
+		return fail(errors.New("K8S_BIN, PLATFORMS and VERSION must be set; run `make test-multiarch`"))
+	}
+	c, err := localcluster.Start(context.Background(), localcluster.Options{
+		BinDir: binDir, Nodes: 1, Registry: true, Out: os.Stdout,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	cluster = c
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme, appv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fail(err)
+		}
+	}
+	if k8s, err = client.New(c.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
+		return fail(err)
+	}
+	return m.Run()
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "FAIL:", err)
+	return 1
+}
+
+// platforms is PLATFORMS as a sorted list of "os/arch".
+func platforms() []string {
+	p := strings.Split(os.Getenv("PLATFORMS"), ",")
+	slices.Sort(p)
+	return p
+}
+
+// The ELF machine each Go architecture compiles for.
+var elfMachine = map[string]elf.Machine{
+	"amd64":   elf.EM_X86_64,
+	"arm64":   elf.EM_AARCH64,
+	"ppc64le": elf.EM_PPC64,
+	"s390x":   elf.EM_S390,
+}
+
+func TestManifestListRunsOnEveryPlatform(t *testing.T) {
+	ctx := t.Context()
+	ref := cluster.RegistryHost() + "/example/podset-operator:v" + os.Getenv("VERSION")
+	buildAndPush(t, ctx, ref)
+
+	remoteOpts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(registryTransport(t))}
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	index, err := remote.Index(r, remoteOpts...)
+	must(t, err)
+	im, err := index.IndexManifest()
+	must(t, err)
+	var got []string
+	binaries := map[string]string{}
+	for _, desc := range im.Manifests {
+		if desc.Platform == nil {
+			t.Fatalf("manifest %s has no platform", desc.Digest)
+		}
+		p := desc.Platform.OS + "/" + desc.Platform.Architecture
+		got = append(got, p)
+		img, err := index.Image(desc.Digest)
+		must(t, err)
+		cfg, err := img.ConfigFile()
+		must(t, err)
+		if cfg.OS+"/"+cfg.Architecture != p {
+			t.Errorf("%s: the image's config says %s/%s", p, cfg.OS, cfg.Architecture)
+		}
+		bin := filepath.Join(t.TempDir(), "manager")
+		must(t, extractFile(img, "manager", bin))
+		checkBinary(t, p, bin)
+		binaries[desc.Platform.Architecture] = bin
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, platforms()) {
+		t.Fatalf("the manifest list %s has %v, want PLATFORMS %v", ref, got, platforms())
+	}
+	t.Logf("%s: a manifest list of %d images, %s, each with its /manager", ref, len(got), strings.Join(got, ", "))
+
+	arm64, ok := binaries["arm64"]
+	if !ok {
+		t.Fatal("PLATFORMS has no linux/arm64: the emulated run needs it")
+	}
+	reconcileUnderEmulation(t, ctx, arm64)
+}
+
+// buildAndPush builds the image with the README's command for a
+// multi-platform image, over the stand-ins of its base images, the builder
+// given this machine's module and build caches (as test-manager-image does).
+func buildAndPush(t *testing.T, ctx context.Context, ref string) {
+	t.Helper()
+	env := append(os.Environ(), "STORAGE_DRIVER=vfs", "BUILDAH_ISOLATION=chroot", "SSL_CERT_FILE="+cluster.CAFile())
+	goenv := func(v string) string {
+		out, err := exec.CommandContext(ctx, "go", "env", v).Output()
+		must(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	for _, step := range [][]string{
+		{"hack/build-base-images.sh"},
+		{"make", "--no-print-directory", "docker-buildx", "CONTAINER_TOOL=buildah", "IMG=" + ref, "PLATFORMS=" + os.Getenv("PLATFORMS"),
+			"DOCKER_BUILD_ARGS=--quiet -v " + goenv("GOMODCACHE") + ":/go/pkg/mod -v " + goenv("GOCACHE") + ":/root/.cache/go-build"},
+		{"buildah", "manifest", "rm", ref},
+	} {
+		start := time.Now()
+		cmd := exec.CommandContext(ctx, step[0], step[1:]...)
+		cmd.Dir, cmd.Env = repoRoot, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(step, " "), err, out)
+		}
+		t.Logf("%s (%s)", strings.Join(step[:min(len(step), 3)], " "), time.Since(start).Round(time.Second))
+	}
+}
+
+// checkBinary: an ELF executable for the platform's machine, a Go build
+// for that GOARCH with cgo off (the distroless base has no libc).
+func checkBinary(t *testing.T, platform, path string) {
+	t.Helper()
+	arch := platform[strings.Index(platform, "/")+1:]
+	f, err := elf.Open(path)
+	must(t, err)
+	defer f.Close()
+	if want, ok := elfMachine[arch]; !ok || f.Machine != want {
+		t.Errorf("%s: /manager is an ELF for %s", platform, f.Machine)
+	}
+	info, err := buildinfo.ReadFile(path)
+	must(t, err)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["GOARCH"] != arch || settings["GOOS"] != "linux" || settings["CGO_ENABLED"] != "0" {
+		t.Errorf("%s: /manager was built with GOOS=%s GOARCH=%s CGO_ENABLED=%s", platform, settings["GOOS"], settings["GOARCH"], settings["CGO_ENABLED"])
+	}
+}
+
+// extractFile writes the image's file at path (relative to /) to dst.
+func extractFile(img v1.Image, path, dst string) error {
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return fmt.Errorf("/%s is not in the image", path)
+		}
+		if err != nil {
+			return err
+		}
+		if strings.TrimPrefix(h.Name, "./") != path {
+			continue
+		}
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, tr); err != nil {
+			_ = out.Close()
+			return err
+		}
+		return out.Close()
+	}
+}
+
+// registryTransport trusts the cluster's CA, which signs the registry's
+// certificate.
+func registryTransport(t *testing.T) http.RoundTripper {
+	t.Helper()
+	pem, err := os.ReadFile(cluster.CAFile())
+	must(t, err)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("the cluster CA does not parse")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return tr
+}
+
+// reconcileUnderEmulation runs the arm64 manager under qemu-aarch64-static
+// against the cluster and has it create, then scale, a PodSet.
+func reconcileUnderEmulation(t *testing.T, ctx context.Context, bin string) {
+	t.Helper()
+	qemu, err := exec.LookPath("qemu-aarch64-static")
+	must(t, err)
+	installCRD(t, ctx)
+	logPath := filepath.Join(cluster.LogDir(), "operator-arm64.log")
+	proc, err := localcluster.StartProcess("operator-arm64", qemu,
+		[]string{bin, "--kubeconfig=" + cluster.KubeconfigPath(), "--metrics-bind-address=0", "--health-probe-bind-address=0"},
+		[]string{"WATCH_NAMESPACE="}, logPath)
+	must(t, err)
+	t.Cleanup(func() {
+		_ = proc.Stop()
+		if t.Failed() {
+			if log, err := os.ReadFile(logPath); err == nil {
+				t.Logf("the arm64 manager's log:\n%s", log)
+			}
+		}
+	})
+	// It is the emulator that runs: the kernel could not run the binary
+	// itself on this machine.
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", proc.Pid()))
+	must(t, err)
+	if filepath.Base(exe) != "qemu-aarch64-static" {
+		t.Fatalf("the operator process runs %s, not the emulator", exe)
+	}
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "arm64", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	must(t, k8s.Create(ctx, ns))
+	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "emulated"}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr(int32(3))}}
+	must(t, k8s.Create(ctx, ps))
+	start := time.Now()
+	expectExact(t, ctx, ps, 3)
+	t.Logf("the arm64 manager under qemu made 3 pods Ready and said so in %s", time.Since(start).Round(100*time.Millisecond))
+
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps))
+	ps.Spec.Replicas = ptr(int32(5))
+	must(t, k8s.Update(ctx, ps))
+	expectExact(t, ctx, ps, 5)
+	t.Log("and scaled it to 5")
+}
+
+func installCRD(t *testing.T, ctx context.Context) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config/crd/bases/app.example.com_podsets.yaml"))
+	must(t, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	must(t, yaml.Unmarshal(data, crd))
+	if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	must(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}))
+}
+
+// expectExact waits until the PodSet has n live pods, all Running and
+// Ready and controlled by it, and a status that says exactly that.
+func expectExact(t *testing.T, ctx context.Context, ps *appv1alpha1.PodSet, n int32) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got := &appv1alpha1.PodSet{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), got); err != nil {
+			return false, err
+		}
+		pods := &corev1.PodList{}
+		if err := k8s.List(ctx, pods, client.InNamespace(ps.Namespace)); err != nil {
+			return false, err
+		}
+		var names []string
+		for _, p := range pods.Items {
+			ref := metav1.GetControllerOf(&p)
+			if p.DeletionTimestamp != nil || ref == nil || ref.UID != got.UID {
+				continue
+			}
+			ready := p.Status.Phase == corev1.PodRunning
+			for _, c := range p.Status.Conditions {
+				ready = ready && (c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue)
+			}
+			if !ready {
+				last = fmt.Sprintf("pod %s is not Running and Ready", p.Name)
+				return false, nil
+			}
+			names = append(names, p.Name)
+		}
+		st := got.Status
+		podNames := slices.Clone(st.PodNames)
+		slices.Sort(names)
+		slices.Sort(podNames)
+		last = fmt.Sprintf("%d live pods %v; status: generation %d/%d, replicas %d, ready %d, available %d, podNames %v",
+			len(names), names, st.ObservedGeneration, got.Generation, st.Replicas, st.ReadyReplicas, st.AvailableReplicas, podNames)
+		return int32(len(names)) == n && st.ObservedGeneration == got.Generation &&
+			st.Replicas == n && st.ReadyReplicas == n && st.AvailableReplicas == n &&
+			slices.Equal(names, podNames) &&
+			meta.IsStatusConditionTrue(st.Conditions, appv1alpha1.ConditionAvailable), nil
+	})
+	if err != nil {
+		t.Fatalf("PodSet %s/%s not exact at %d replicas: %v; last seen: %s", ps.Namespace, ps.Name, n, err, last)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
