@@ -444,9 +444,9 @@ test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end sui
 MULTIARCH_PLATFORMS ?= $(PLATFORMS)
 
 .PHONY: test-multiarch
-test-multiarch: cluster-tools ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
-	bash -c 'source hack/lib/debian.sh && use_buildah && apt_install docker-registry qemu-user-static'
-	K8S_BIN=$(K8S_BIN) PLATFORMS=$(MULTIARCH_PLATFORMS) VERSION=$(VERSION) \
+test-multiarch: cluster-tools $(OPERATOR_SDK) ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, run operator-sdk's multiarch validator (podman) over the bundle, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
+	bash -c 'source hack/lib/debian.sh && use_buildah && apt_install docker-registry qemu-user-static podman'
+	K8S_BIN=$(K8S_BIN) OPERATOR_SDK=$(OPERATOR_SDK) PLATFORMS=$(MULTIARCH_PLATFORMS) VERSION=$(VERSION) \
 	  $(GO) test -tags multiarch ./test/multiarch/ -count=1 -v -timeout=30m
 
 .PHONY: test-chaos
@@ -536,7 +536,7 @@ $(K8S_BIN)/%:
 .PHONY: prebuild-tools
 prebuild-tools: ## Install the Debian packages and build the Go-built tools that the test targets need, in the order .ci/run's steps need them.
 	-hack/install-real-node.sh
-	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static'
+	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static podman'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(GRPC_HEALTH_PROBE) \

@@ -33,6 +33,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,6 +149,8 @@ func TestManifestListRunsOnEveryPlatform(t *testing.T) {
 		t.Fatalf("the manifest list %s has %v, want PLATFORMS %v", ref, got, platforms())
 	}
 	t.Logf("%s: a manifest list of %d images, %s, each with its /manager", ref, len(got), strings.Join(got, ", "))
+
+	validateBundle(t, ctx, ref)
 
 	arm64, ok := binaries["arm64"]
 	if !ok {
@@ -365,4 +368,107 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// validateBundle runs operator-sdk's multiarch validator, which pulls each
+// image of the CSV with podman and compares its platforms with the CSV's
+// labels and the manager's node affinity, over a copy of bundle/ whose
+// manager image is the one pushed. The copy names the platforms of this
+// run (the committed bundle names PLATFORMS of the Makefile, to which
+// test/bundle holds it): with all of them, it is the committed bundle. Then
+// the same copy with one more architecture in its labels must fail: the
+// validator really looked at the image.
+func validateBundle(t *testing.T, ctx context.Context, ref string) {
+	t.Helper()
+	sdk := os.Getenv("OPERATOR_SDK")
+	if sdk == "" {
+		t.Fatal("OPERATOR_SDK must be set; run `make test-multiarch`")
+	}
+	csvPath := "manifests/podset-operator.clusterserviceversion.yaml"
+	data, err := os.ReadFile(filepath.Join(repoRoot, "bundle", csvPath))
+	must(t, err)
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	must(t, yaml.Unmarshal(data, csv))
+	upstream := csv.Annotations["containerImage"]
+	archs := map[string]bool{}
+	for _, p := range platforms() {
+		archs[p[strings.Index(p, "/")+1:]] = true
+	}
+	var arches []string
+	for k := range csv.Labels {
+		if a, ok := strings.CutPrefix(k, "operatorframework.io/arch."); ok {
+			if !archs[a] {
+				delete(csv.Labels, k)
+			} else {
+				arches = append(arches, a)
+			}
+		}
+	}
+	slices.Sort(arches)
+	deps := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	for i := range deps {
+		spec := &deps[i].Spec.Template.Spec
+		for j := range spec.Containers {
+			if spec.Containers[j].Image == upstream {
+				spec.Containers[j].Image = ref
+			}
+		}
+		for _, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for k, e := range term.MatchExpressions {
+				if e.Key == corev1.LabelArchStable {
+					term.MatchExpressions[k].Values = arches
+				}
+			}
+		}
+	}
+	csv.Annotations["containerImage"] = ref
+	storage := podmanEnv(t)
+
+	validate := func(csv *operatorsv1alpha1.ClusterServiceVersion) (string, error) {
+		dir := t.TempDir()
+		must(t, os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "bundle"))))
+		out, err := yaml.Marshal(csv)
+		must(t, err)
+		must(t, os.Chmod(filepath.Join(dir, "manifests"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, csvPath), out, 0o644))
+		cmd := exec.CommandContext(ctx, sdk, "bundle", "validate", dir, "--select-optional", "name=multiarch", "--optional-values=container-tools=podman")
+		cmd.Env = append(os.Environ(), storage...)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+
+	out, err := validate(csv)
+	if err != nil {
+		t.Fatalf("the multiarch validator fails on the pushed image (%s):\n%s", ref, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		// The operand's upstream image cannot be pulled here; a user's
+		// cluster pulls it (busybox is published for every platform).
+		if strings.Contains(line, "level=error") || strings.Contains(line, "level=warning") && !strings.Contains(line, "unable to inspect the image ("+csv.Spec.RelatedImages[0].Image+")") {
+			t.Errorf("the multiarch validator: %s", line)
+		}
+	}
+	t.Logf("operator-sdk bundle validate --select-optional name=multiarch passes with %s for %s:\n%s", ref, strings.Join(arches, ", "), out)
+
+	csv.Labels["operatorframework.io/arch.riscv64"] = "supported"
+	out, err = validate(csv)
+	if err == nil || !strings.Contains(out, "riscv64") {
+		t.Errorf("the multiarch validator did not notice a label for an architecture the image lacks (riscv64): %v\n%s", err, out)
+	}
+	t.Logf("and fails with a label for riscv64, which the image lacks:\n%s", out)
+}
+
+// podmanEnv: podman (the validator's container tool) with a storage of the
+// test's own, trusting the cluster CA that signs the registry's
+// certificate.
+func podmanEnv(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "storage.conf")
+	must(t, os.WriteFile(conf, []byte(fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(dir, "graph"), filepath.Join(dir, "run"))), 0o644))
+	t.Cleanup(func() {
+		// vfs layers are plain directories; podman leaves them read-only.
+		_ = exec.Command("chmod", "-R", "u+w", dir).Run()
+	})
+	return []string{"CONTAINERS_STORAGE_CONF=" + conf, "SSL_CERT_FILE=" + cluster.CAFile()}
 }
