@@ -278,9 +278,14 @@ undeploy: $(KUSTOMIZE) ## Remove the deployed operator from the cluster.
 ##@ OLM bundle and catalog
 
 BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
-# Digests would make bundle/ depend on what a registry serves at generation
-# time (and need network access); tags keep `make bundle` reproducible.
-BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS) --use-image-digests=false
+# USE_IMAGE_DIGESTS=true makes the bundle of a release, for clusters that
+# mirror their images: every image (the manager's, the operand's) pinned by
+# the digest its registry serves for IMG and OPERAND_IMG at generation time,
+# and listed in relatedImages, which mirroring tools copy. It needs those
+# images pushed. The committed bundle/ keeps tags: `make bundle` stays
+# reproducible and needs no registry.
+USE_IMAGE_DIGESTS ?= false
+BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS) --use-image-digests=$(USE_IMAGE_DIGESTS)
 # The CSV base is maintained by hand, descriptors included (test/bundle checks
 # that every API field has one). `operator-sdk generate kustomize manifests` is
 # deliberately not run: v1.34's embedded controller-tools cannot parse the
@@ -307,13 +312,17 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.
 	@# --overwrite rewrites files but never removes one, so start from nothing:
 	@# a manifest dropped from config/ must disappear from the bundle too.
 	rm -rf bundle
-	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+	@# The console shows containerImage as the operator's image: IMG (pinned
+	@# with the rest under USE_IMAGE_DIGESTS).
+	$(KUSTOMIZE) build config/manifests | sed 's|^    containerImage: .*|    containerImage: $(IMG)|' | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
 	@# operator-sdk stamps createdAt with the current time; put back the base's
 	@# pinned value so that regenerating an unchanged bundle changes nothing.
 	created=$$(sed -n 's/^    createdAt: //p' $(BASE_CSV)); test -n "$$created"; \
 	  sed -i "s/^    createdAt: .*/    createdAt: $$created/" $(BUNDLE_CSV)
-	@# The console shows containerImage as the operator's image: keep it IMG.
-	sed -i 's|^    containerImage: .*|    containerImage: $(IMG)|' $(BUNDLE_CSV)
+ifeq ($(USE_IMAGE_DIGESTS),true)
+	@# Every image pinned and listed: the bundle installs from a mirror.
+	sed -i 's|^\(    features.operators.openshift.io/disconnected: \).*|\1"true"|' $(BUNDLE_CSV)
+endif
 	@# The validators only warn about most problems; treat warnings as errors.
 	out=$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1); \
 	  echo "$$out"; ! echo "$$out" | grep -E 'level=(warning|error)'
@@ -444,9 +453,10 @@ test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end sui
 MULTIARCH_PLATFORMS ?= $(PLATFORMS)
 
 .PHONY: test-multiarch
-test-multiarch: cluster-tools $(OPERATOR_SDK) ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, run operator-sdk's multiarch validator (podman) over the bundle, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
+test-multiarch: cluster-tools $(OPERATOR_SDK) $(KUSTOMIZE) $(NODE_IMAGES)/busybox.tar ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, run operator-sdk's multiarch validator (podman) over the bundle, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
 	bash -c 'source hack/lib/debian.sh && use_buildah && apt_install docker-registry qemu-user-static podman'
-	K8S_BIN=$(K8S_BIN) OPERATOR_SDK=$(OPERATOR_SDK) PLATFORMS=$(MULTIARCH_PLATFORMS) VERSION=$(VERSION) \
+	K8S_BIN=$(K8S_BIN) OPERATOR_SDK=$(OPERATOR_SDK) KUSTOMIZE=$(KUSTOMIZE) PLATFORMS=$(MULTIARCH_PLATFORMS) VERSION=$(VERSION) \
+	  OPERAND_ARCHIVE=$(NODE_IMAGES)/busybox.tar \
 	  $(GO) test -tags multiarch ./test/multiarch/ -count=1 -v -timeout=30m
 
 .PHONY: test-chaos

@@ -180,8 +180,8 @@ ca = ` + q(caFile) + `
 // repository path and tag of each name it carries: quay.io/a/b:v1 becomes
 // RegistryHost/a/b:v1, which the node pulls as quay.io/a/b:v1.
 func (c *Cluster) PushImageArchive(ctx context.Context, archive string) ([]string, error) {
-	if c.opts.RealNode == nil {
-		return nil, errors.New("the cluster has no real node, so no registry")
+	if c.RegistryHost() == "" {
+		return nil, errors.New("the cluster has no registry (no real node, no Options.Registry)")
 	}
 	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(archive) })
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -112,15 +113,36 @@ var elfMachine = map[string]elf.Machine{
 	"s390x":   elf.EM_S390,
 }
 
-func TestManifestListRunsOnEveryPlatform(t *testing.T) {
+// TestReleaseImages builds and pushes the manager image as a release
+// would, then checks it from the side of each kind of cluster: every
+// platform's image, operator-sdk's multiarch validator, a bundle pinned by
+// digest for mirrored clusters, and the arm64 manager at work.
+func TestReleaseImages(t *testing.T) {
 	ctx := t.Context()
 	ref := cluster.RegistryHost() + "/example/podset-operator:v" + os.Getenv("VERSION")
 	buildAndPush(t, ctx, ref)
+	var binaries map[string]string
+	// The binaries outlive the subtest that takes them out of the images.
+	bins := t.TempDir()
+	t.Run("ManifestListHasEveryPlatform", func(t *testing.T) { binaries = checkManifestList(t, ctx, ref, bins) })
+	t.Run("MultiarchValidator", func(t *testing.T) { validateBundle(t, ctx, ref) })
+	t.Run("BundlePinnedByDigest", func(t *testing.T) { checkDigestPinnedBundle(t, ctx, ref) })
+	t.Run("Arm64ManagerUnderEmulation", func(t *testing.T) {
+		arm64, ok := binaries["arm64"]
+		if !ok {
+			t.Fatal("no arm64 /manager from the manifest list (PLATFORMS must have linux/arm64)")
+		}
+		reconcileUnderEmulation(t, t.Context(), arm64)
+	})
+}
 
-	remoteOpts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(registryTransport(t))}
+// checkManifestList: the pushed list has one image per platform of
+// PLATFORMS, each configured for it and holding a /manager built for it.
+// It returns the /manager of each architecture.
+func checkManifestList(t *testing.T, ctx context.Context, ref, dir string) map[string]string {
 	r, err := name.ParseReference(ref)
 	must(t, err)
-	index, err := remote.Index(r, remoteOpts...)
+	index, err := remote.Index(r, remote.WithContext(ctx), remote.WithTransport(registryTransport(t)))
 	must(t, err)
 	im, err := index.IndexManifest()
 	must(t, err)
@@ -139,7 +161,7 @@ func TestManifestListRunsOnEveryPlatform(t *testing.T) {
 		if cfg.OS+"/"+cfg.Architecture != p {
 			t.Errorf("%s: the image's config says %s/%s", p, cfg.OS, cfg.Architecture)
 		}
-		bin := filepath.Join(t.TempDir(), "manager")
+		bin := filepath.Join(dir, "manager-"+desc.Platform.Architecture)
 		must(t, extractFile(img, "manager", bin))
 		checkBinary(t, p, bin)
 		binaries[desc.Platform.Architecture] = bin
@@ -149,14 +171,90 @@ func TestManifestListRunsOnEveryPlatform(t *testing.T) {
 		t.Fatalf("the manifest list %s has %v, want PLATFORMS %v", ref, got, platforms())
 	}
 	t.Logf("%s: a manifest list of %d images, %s, each with its /manager", ref, len(got), strings.Join(got, ", "))
+	return binaries
+}
 
-	validateBundle(t, ctx, ref)
+// checkDigestPinnedBundle generates the bundle of a release with
+// `make bundle USE_IMAGE_DIGESTS=true`, the manager and operand images
+// pushed, in a copy of the files it reads (the work tree stays as it is),
+// and loads it as OLM does: every image of the CSV's deployments is in
+// relatedImages, every relatedImages entry is pinned by the digest the
+// registry serves for the image's tag, the manager is given the pinned
+// operand image, and the CSV says it supports disconnected clusters.
+func checkDigestPinnedBundle(t *testing.T, ctx context.Context, managerRef string) {
+	pushed, err := cluster.PushImageArchive(ctx, os.Getenv("OPERAND_ARCHIVE"))
+	must(t, err)
+	operand, err := cluster.RegistryRef(pushed[0])
+	must(t, err)
 
-	arm64, ok := binaries["arm64"]
-	if !ok {
-		t.Fatal("PLATFORMS has no linux/arm64: the emulated run needs it")
+	dir := t.TempDir()
+	for _, f := range []string{"Makefile", "PROJECT", "config"} {
+		must(t, exec.CommandContext(ctx, "cp", "-r", filepath.Join(repoRoot, f), dir).Run())
 	}
-	reconcileUnderEmulation(t, ctx, arm64)
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-o", "manifests", "bundle", "USE_IMAGE_DIGESTS=true",
+		"IMG="+managerRef, "OPERAND_IMG="+operand.String(), "LOCALBIN="+filepath.Join(repoRoot, "bin"),
+		"OPERATOR_SDK="+os.Getenv("OPERATOR_SDK"), "KUSTOMIZE="+os.Getenv("KUSTOMIZE"))
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "SSL_CERT_FILE="+cluster.CAFile())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make bundle USE_IMAGE_DIGESTS=true: %v\n%s", err, out)
+	}
+
+	b, err := manifests.GetBundleFromDir(filepath.Join(dir, "bundle"))
+	must(t, err)
+	csv := b.CSV
+	related := map[string]bool{}
+	for _, ri := range csv.Spec.RelatedImages {
+		related[ri.Image] = true
+	}
+	// What the registry serves for each tag the make command was given.
+	want := map[string]string{}
+	for _, ref := range []string{managerRef, operand.String()} {
+		r, err := name.ParseReference(ref)
+		must(t, err)
+		desc, err := remote.Head(r, remote.WithContext(ctx), remote.WithTransport(registryTransport(t)))
+		must(t, err)
+		want[r.Context().String()] = desc.Digest.String()
+	}
+	pinned := func(what, image string) {
+		d, err := name.NewDigest(image)
+		if err != nil {
+			t.Errorf("%s %s is not pinned by digest", what, image)
+			return
+		}
+		if w, ok := want[d.Context().String()]; !ok || d.DigestStr() != w {
+			t.Errorf("%s %s: the registry serves %s for that repository's tag", what, image, w)
+		}
+	}
+	var operandEnv string
+	for _, dep := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		spec := dep.Spec.Template.Spec
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			pinned("container "+c.Name+" image", c.Image)
+			if !related[c.Image] {
+				t.Errorf("container %s image %s is not in relatedImages %v", c.Name, c.Image, csv.Spec.RelatedImages)
+			}
+			for _, e := range c.Env {
+				if strings.HasPrefix(e.Name, "RELATED_IMAGE_") {
+					pinned(e.Name, e.Value)
+					if !related[e.Value] {
+						t.Errorf("%s %s is not in relatedImages %v", e.Name, e.Value, csv.Spec.RelatedImages)
+					}
+					operandEnv = e.Value
+				}
+			}
+		}
+	}
+	for _, ri := range csv.Spec.RelatedImages {
+		pinned("relatedImages "+ri.Name, ri.Image)
+	}
+	if operandEnv == "" || len(related) != 2 {
+		t.Errorf("want the manager and the operand (RELATED_IMAGE_PODSET %q) in relatedImages, got %v", operandEnv, csv.Spec.RelatedImages)
+	}
+	pinned("containerImage annotation", csv.Annotations["containerImage"])
+	if v := csv.Annotations["features.operators.openshift.io/disconnected"]; v != "true" {
+		t.Errorf("features.operators.openshift.io/disconnected is %q in the digest-pinned bundle", v)
+	}
+	t.Logf("make bundle USE_IMAGE_DIGESTS=true: relatedImages %v", csv.Spec.RelatedImages)
 }
 
 // buildAndPush builds the image with the README's command for a
@@ -285,13 +383,13 @@ func reconcileUnderEmulation(t *testing.T, ctx context.Context, bin string) {
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "emulated"}, Spec: appv1alpha1.PodSetSpec{Replicas: ptr(int32(3))}}
 	must(t, k8s.Create(ctx, ps))
 	start := time.Now()
-	expectExact(t, ctx, ps, 3)
+	expectExact(t, ctx, proc, ps, 3)
 	t.Logf("the arm64 manager under qemu made 3 pods Ready and said so in %s", time.Since(start).Round(100*time.Millisecond))
 
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(ps), ps))
 	ps.Spec.Replicas = ptr(int32(5))
 	must(t, k8s.Update(ctx, ps))
-	expectExact(t, ctx, ps, 5)
+	expectExact(t, ctx, proc, ps, 5)
 	t.Log("and scaled it to 5")
 }
 
@@ -317,10 +415,13 @@ func installCRD(t *testing.T, ctx context.Context) {
 
 // expectExact waits until the PodSet has n live pods, all Running and
 // Ready and controlled by it, and a status that says exactly that.
-func expectExact(t *testing.T, ctx context.Context, ps *appv1alpha1.PodSet, n int32) {
+func expectExact(t *testing.T, ctx context.Context, proc *localcluster.Process, ps *appv1alpha1.PodSet, n int32) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if exited, err := proc.Exited(); exited {
+			return false, fmt.Errorf("the operator exited: %v", err)
+		}
 		got := &appv1alpha1.PodSet{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), got); err != nil {
 			return false, err
