@@ -48,6 +48,8 @@ OPM_VERSION ?= v1.60.0
 OLM_VERSION ?= v0.28.0
 # The gRPC health probe that OLM's catalog pods run; part of the opm image.
 GRPC_HEALTH_PROBE_VERSION ?= v0.4.61
+# The SBOM generator of make sbom.
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 # Prometheus and promtool: Debian's package, at this version.
 PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 # The Prometheus Operator release whose ServiceMonitor and PrometheusRule
@@ -66,7 +68,7 @@ OPERATOR_CONTROLLER_VERSION ?= v1.5.1
 # kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
-export CONTROLLER_TOOLS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION
+export CONTROLLER_TOOLS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION
 # hack/build-tool.sh keeps every tool it builds in this cache outside the work
 # tree, keyed by the tool's pinned versions, the Go toolchain, the platform and
 # the build recipe, and bin/ takes it from there: a fresh clone on a machine
@@ -95,6 +97,7 @@ OPERATOR_SDK ?= $(OLM_BIN)/operator-sdk
 OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(GRPC_HEALTH_PROBE_VERSION)
+CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
 # The commit of the previous release, v0.2.0: make catalog takes its catalog
 # (for the upgrade edge), and test-olm-real and test-olmv1 build its images
@@ -156,7 +159,7 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint, once more with the realnode tag (its suites replace the !realnode files of test/olm).
 	$(GOLANGCI_LINT) run ./...
-	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode ./test/...
+	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode,multiarch ./test/...
 
 .PHONY: verify-generated
 verify-generated: generate manifests metrics-docs monitoring-manifests argocd-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, config/argocd, docs/metrics.md) differ from what is committed.
@@ -235,6 +238,10 @@ docker-push: ## Push the operator image.
 # operatorframework.io/arch.* labels name exactly these (test/multiarch
 # holds them to each other).
 PLATFORMS ?= linux/amd64,linux/arm64,linux/s390x,linux/ppc64le
+
+.PHONY: sbom
+sbom: $(CYCLONEDX_GOMOD) ## For each platform of the pushed image IMG: a CycloneDX SBOM of its /manager, from the module list Go embeds in the binary, pushed beside the image as an OCI artifact that refers to it (see docs/reference.md).
+	$(GO) run ./hack/sbom -cyclonedx-gomod $(CYCLONEDX_GOMOD) -version v$(VERSION) $(IMG)
 
 .PHONY: docker-buildx
 docker-buildx: ## Build the operator image for every platform of PLATFORMS and push it as one manifest list (docker buildx, or buildah with CONTAINER_TOOL=buildah). The Dockerfile cross-compiles: no emulator needed.
@@ -453,7 +460,7 @@ test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end sui
 MULTIARCH_PLATFORMS ?= $(PLATFORMS)
 
 .PHONY: test-multiarch
-test-multiarch: cluster-tools $(OPERATOR_SDK) $(KUSTOMIZE) $(NODE_IMAGES)/busybox.tar ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, run operator-sdk's multiarch validator (podman) over the bundle, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
+test-multiarch: cluster-tools $(OPERATOR_SDK) $(KUSTOMIZE) $(CYCLONEDX_GOMOD) $(NODE_IMAGES)/busybox.tar ## Build the manager for MULTIARCH_PLATFORMS with docker-buildx and buildah, push the manifest list to a local registry, check each platform's image and /manager, run operator-sdk's multiarch validator (podman) over the bundle, and run the arm64 /manager under qemu-aarch64-static as the operator of a local cluster.
 	bash -c 'source hack/lib/debian.sh && use_buildah && apt_install docker-registry qemu-user-static podman'
 	K8S_BIN=$(K8S_BIN) OPERATOR_SDK=$(OPERATOR_SDK) KUSTOMIZE=$(KUSTOMIZE) PLATFORMS=$(MULTIARCH_PLATFORMS) VERSION=$(VERSION) \
 	  OPERAND_ARCHIVE=$(NODE_IMAGES)/busybox.tar \
@@ -548,7 +555,7 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	-hack/install-real-node.sh
 	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static podman'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
-	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok \
+	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(CYCLONEDX_GOMOD) \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(GRPC_HEALTH_PROBE) \
 	  $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus
 
@@ -586,6 +593,9 @@ $(GRPC_HEALTH_PROBE):
 
 $(KUSTOMIZE):
 	hack/build-tool.sh kustomize $(LOCALBIN) $(notdir $@)
+
+$(CYCLONEDX_GOMOD):
+	hack/build-tool.sh cyclonedx-gomod $(LOCALBIN) $(notdir $@)
 
 $(GOLANGCI_LINT):
 	hack/build-tool.sh golangci-lint $(LOCALBIN) $(notdir $@)

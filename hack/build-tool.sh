@@ -40,6 +40,7 @@ script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 : "${KUSTOMIZE_VERSION:=v5.8.2}"
 : "${GOLANGCI_LINT_VERSION:=v2.15.0}"
 : "${GRPC_HEALTH_PROBE_VERSION:=v0.4.61}"
+: "${CYCLONEDX_GOMOD_VERSION:=v1.10.0}"
 TOOLS_CACHE=${TOOLS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/podset-operator/tools}
 
 # versions: the pinned versions a tool's binary depends on. The Kubernetes
@@ -59,6 +60,7 @@ versions() {
     kustomize) echo "$KUSTOMIZE_VERSION" ;;
     golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
     grpc-health-probe) echo "$GRPC_HEALTH_PROBE_VERSION" ;;
+    cyclonedx-gomod) echo "$CYCLONEDX_GOMOD_VERSION" ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 }
@@ -280,7 +282,7 @@ case "$tool" in
     cv=github.com/prometheus/common/version
     go build -mod=mod -trimpath -ldflags "-s -w -X $cv.Version=$v -X $cv.Revision=$PROMETHEUS_SERVER_VERSION -X $cv.Branch=release" \
       -o "$bin" ./cmd/prometheus ;;
-  controller-gen|kustomize|golangci-lint|grpc-health-probe)
+  controller-gen|kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod)
     # Published modules without replace directives: go install, with the
     # project's build flags (static, -trimpath).
     case "$tool" in
@@ -288,6 +290,7 @@ case "$tool" in
       kustomize) pkg=sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
       golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION ;;
       grpc-health-probe) pkg=github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION ;;
+      cyclonedx-gomod) pkg=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION ;;
     esac
     flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
     GOFLAGS=-trimpath GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;

@@ -11,15 +11,14 @@
 package multiarch_test
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"debug/buildinfo"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,8 +29,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -46,6 +43,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/internal/imagefile"
 	"github.com/example/podset-operator/test/localcluster"
 )
 
@@ -127,6 +125,7 @@ func TestReleaseImages(t *testing.T) {
 	t.Run("ManifestListHasEveryPlatform", func(t *testing.T) { binaries = checkManifestList(t, ctx, ref, bins) })
 	t.Run("MultiarchValidator", func(t *testing.T) { validateBundle(t, ctx, ref) })
 	t.Run("BundlePinnedByDigest", func(t *testing.T) { checkDigestPinnedBundle(t, ctx, ref) })
+	t.Run("SBOMListsTheModulesOfGoMod", func(t *testing.T) { checkSBOM(t, ctx, ref) })
 	t.Run("Arm64ManagerUnderEmulation", func(t *testing.T) {
 		arm64, ok := binaries["arm64"]
 		if !ok {
@@ -162,7 +161,7 @@ func checkManifestList(t *testing.T, ctx context.Context, ref, dir string) map[s
 			t.Errorf("%s: the image's config says %s/%s", p, cfg.OS, cfg.Architecture)
 		}
 		bin := filepath.Join(dir, "manager-"+desc.Platform.Architecture)
-		must(t, extractFile(img, "manager", bin))
+		must(t, imagefile.Extract(img, "manager", bin))
 		checkBinary(t, p, bin)
 		binaries[desc.Platform.Architecture] = bin
 	}
@@ -304,34 +303,6 @@ func checkBinary(t *testing.T, platform, path string) {
 	}
 	if settings["GOARCH"] != arch || settings["GOOS"] != "linux" || settings["CGO_ENABLED"] != "0" {
 		t.Errorf("%s: /manager was built with GOOS=%s GOARCH=%s CGO_ENABLED=%s", platform, settings["GOOS"], settings["GOARCH"], settings["CGO_ENABLED"])
-	}
-}
-
-// extractFile writes the image's file at path (relative to /) to dst.
-func extractFile(img v1.Image, path, dst string) error {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return fmt.Errorf("/%s is not in the image", path)
-		}
-		if err != nil {
-			return err
-		}
-		if strings.TrimPrefix(h.Name, "./") != path {
-			continue
-		}
-		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, tr); err != nil {
-			_ = out.Close()
-			return err
-		}
-		return out.Close()
 	}
 }
 
@@ -572,4 +543,112 @@ func podmanEnv(t *testing.T) []string {
 		_ = exec.Command("chmod", "-R", "u+w", dir).Run()
 	})
 	return []string{"CONTAINERS_STORAGE_CONF=" + conf, "SSL_CERT_FILE=" + cluster.CAFile()}
+}
+
+// checkSBOM runs `make sbom` on the pushed list and reads, for each
+// platform's image, the CycloneDX SBOM that refers to it: one, listing
+// exactly the modules linked into that image's /manager, each at the
+// version go.mod requires.
+func checkSBOM(t *testing.T, ctx context.Context, ref string) {
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "sbom", "IMG="+ref)
+	cmd.Dir, cmd.Env = repoRoot, append(os.Environ(), "SSL_CERT_FILE="+cluster.CAFile())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make sbom: %v\n%s", err, out)
+	}
+	t.Logf("make sbom:\n%s", out)
+
+	// go.mod's requirements (direct and indirect: since Go 1.17 it lists
+	// every module the build links).
+	modOut, err := exec.CommandContext(ctx, "go", "mod", "edit", "-json", filepath.Join(repoRoot, "go.mod")).Output()
+	must(t, err)
+	var gomod struct {
+		Module  struct{ Path string }
+		Require []struct{ Path, Version string }
+	}
+	must(t, json.Unmarshal(modOut, &gomod))
+	required := map[string]string{}
+	for _, r := range gomod.Require {
+		required[r.Path] = r.Version
+	}
+
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(registryTransport(t))}
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	index, err := remote.Index(r, opts...)
+	must(t, err)
+	im, err := index.IndexManifest()
+	must(t, err)
+	for _, desc := range im.Manifests {
+		platform := desc.Platform.String()
+		referrers, err := remote.Referrers(r.Context().Digest(desc.Digest.String()), opts...)
+		must(t, err)
+		rm, err := referrers.IndexManifest()
+		must(t, err)
+		var sboms []string
+		for _, d := range rm.Manifests {
+			if d.ArtifactType == "application/vnd.cyclonedx+json" {
+				sboms = append(sboms, d.Digest.String())
+			}
+		}
+		if len(sboms) != 1 {
+			t.Fatalf("%s: want one CycloneDX SBOM referring to %s, got %v", platform, desc.Digest, sboms)
+		}
+		art, err := remote.Image(r.Context().Digest(sboms[0]), opts...)
+		must(t, err)
+		layers, err := art.Layers()
+		must(t, err)
+		if len(layers) != 1 {
+			t.Fatalf("%s: the SBOM artifact has %d layers", platform, len(layers))
+		}
+		rc, err := layers[0].Uncompressed()
+		must(t, err)
+		var bom struct {
+			BOMFormat string
+			Metadata  struct {
+				Component struct{ Name, Version string }
+			}
+			Components []struct{ Name, Version string }
+		}
+		err = json.NewDecoder(rc).Decode(&bom)
+		_ = rc.Close()
+		must(t, err)
+
+		// What the binary links, from its own build information.
+		img, err := index.Image(desc.Digest)
+		must(t, err)
+		bin := filepath.Join(t.TempDir(), "manager")
+		must(t, imagefile.Extract(img, "manager", bin))
+		info, err := buildinfo.ReadFile(bin)
+		must(t, err)
+		linked := map[string]string{}
+		for _, d := range info.Deps {
+			linked[d.Path] = d.Version
+		}
+
+		if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != gomod.Module.Path || bom.Metadata.Component.Version != "v"+os.Getenv("VERSION") {
+			t.Errorf("%s: the SBOM describes %s %s (format %q), want %s v%s", platform, bom.Metadata.Component.Name, bom.Metadata.Component.Version, bom.BOMFormat, gomod.Module.Path, os.Getenv("VERSION"))
+		}
+		listed := map[string]string{}
+		for _, c := range bom.Components {
+			listed[c.Name] = c.Version
+		}
+		for path, v := range linked {
+			if listed[path] != v {
+				t.Errorf("%s: /manager links %s %s; the SBOM lists %q", platform, path, v, listed[path])
+			}
+			if required[path] != v {
+				t.Errorf("%s: /manager links %s %s; go.mod requires %q", platform, path, v, required[path])
+			}
+		}
+		for path := range listed {
+			if _, ok := linked[path]; !ok {
+				t.Errorf("%s: the SBOM lists %s, which /manager does not link", platform, path)
+			}
+		}
+		if len(linked) == 0 || listed["sigs.k8s.io/controller-runtime"] != required["sigs.k8s.io/controller-runtime"] {
+			t.Errorf("%s: the SBOM lists %d modules, controller-runtime %q", platform, len(listed), listed["sigs.k8s.io/controller-runtime"])
+		}
+		t.Logf("%s: SBOM %s lists the %d modules /manager links, each at go.mod's version", platform, sboms[0], len(listed))
+	}
 }
