@@ -391,7 +391,7 @@ func expectExact(t *testing.T, ctx context.Context, proc *localcluster.Process, 
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if exited, err := proc.Exited(); exited {
-			return false, fmt.Errorf("the operator exited: %v", err)
+			return false, fmt.Errorf("the operator exited: %w", err)
 		}
 		got := &appv1alpha1.PodSet{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ps), got); err != nil {
