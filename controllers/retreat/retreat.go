@@ -1,0 +1,247 @@
+// Package retreat decides whether the revision a PodSet rolls its pods to
+// has failed, and what auto-rollback does about it: retreat to the last
+// revision that completed, hold there while the spec still asks for the
+// failed one, or stop when the last good revision fails too. It is pure: it
+// reads what the reconciler observed and a time it is given, and writes
+// nothing.
+//
+// The rules are those of the progressive-delivery tools users otherwise add
+// for this (Argo Rollouts' progressDeadlineAbort, Flagger, krane), with what
+// their issue trackers show going wrong ruled out:
+//   - only a rollout in progress can fail: a completed one, a paused one and
+//     a scale change never do;
+//   - a failure is the new pods' own: a container that restarts too often
+//     since its pod took the revision (which catches pods that flap Ready
+//     between crashes), or one that waits in a reason that only a change of
+//     template cures for longer than a grace period; pods deleted, evicted
+//     or not scheduled are not failures (the progress deadline covers them);
+//   - the retreat goes to the last revision that completed, never "the
+//     previous one", and happens at most once per failed revision: the
+//     spec, which the operator never writes, still asks for the failed
+//     template, so a re-apply of it holds the retreat; a new template or an
+//     explicit retry starts a fresh rollout;
+//   - if the last good revision fails too, it stops and does nothing more.
+//
+// The reconciler is not wired to it yet: nothing in a PodSet's spec turns
+// auto-rollback on.
+package retreat
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Trigger is what made the update revision count as failed.
+type Trigger string
+
+const (
+	// ProgressDeadlineExceeded: spec.progressDeadlineSeconds passed with no
+	// progress (the Progressing condition's reason of the same name).
+	ProgressDeadlineExceeded Trigger = "ProgressDeadlineExceeded"
+	// RestartLimit: a container restarted at least Thresholds.RestartLimit
+	// times since its pod took the revision.
+	RestartLimit Trigger = "RestartLimit"
+	// CrashLoopBackOff: a container waited in CrashLoopBackOff longer than
+	// the grace period.
+	CrashLoopBackOff Trigger = "CrashLoopBackOff"
+	// ImagePullFailure: a container waited in ErrImagePull or
+	// ImagePullBackOff longer than the grace period.
+	ImagePullFailure Trigger = "ImagePullFailure"
+	// InvalidImageName: a container's image reference does not parse,
+	// for longer than the grace period.
+	InvalidImageName Trigger = "InvalidImageName"
+	// CreateContainerFailure: a container waited in
+	// CreateContainerConfigError or CreateContainerError (a missing
+	// ConfigMap or Secret key, a bad command) longer than the grace period.
+	CreateContainerFailure Trigger = "CreateContainerFailure"
+)
+
+// waitingTriggers maps the kubelet's waiting reasons that only a change of
+// template cures to their trigger. Other reasons (ContainerCreating,
+// PodInitializing) are a start that is still under way.
+var waitingTriggers = map[string]Trigger{
+	"CrashLoopBackOff":           CrashLoopBackOff,
+	"ErrImagePull":               ImagePullFailure,
+	"ImagePullBackOff":           ImagePullFailure,
+	"InvalidImageName":           InvalidImageName,
+	"CreateContainerConfigError": CreateContainerFailure,
+	"CreateContainerError":       CreateContainerFailure,
+}
+
+// Thresholds are the PodSet's limits for the failure of one pod.
+type Thresholds struct {
+	// RestartLimit is how many restarts of one container since its pod
+	// took the revision make the revision failed; 0 turns the check off.
+	RestartLimit int32
+	// WaitingGrace is how long a container may wait in a reason of
+	// waitingTriggers before the revision counts as failed.
+	WaitingGrace time.Duration
+}
+
+// Container is what the classifier reads of one container of a pod that
+// runs the revision under test.
+type Container struct {
+	Name string
+	// RestartsSinceRevision is the container's restarts since its pod took
+	// the revision (for a pod updated in place, the restarts before the
+	// update are not the revision's).
+	RestartsSinceRevision int32
+	// WaitingReason is the kubelet's reason for a waiting container, empty
+	// when it is not waiting.
+	WaitingReason string
+	// WaitingSince is when the reconciler first saw the container waiting
+	// with WaitingReason.
+	WaitingSince time.Time
+}
+
+// Pod is one pod that runs the revision under test.
+type Pod struct {
+	Name       string
+	Containers []Container
+}
+
+// Failure says why a revision failed: the trigger, and the pod and
+// container that showed it (empty for the progress deadline).
+type Failure struct {
+	Trigger   Trigger
+	Pod       string
+	Container string
+	// Detail is a sentence for the condition and the event.
+	Detail string
+}
+
+// Classify returns the first failure among pods (in name order, so that the
+// same pods give the same answer) at time now, and false when none of
+// them has failed yet.
+func Classify(pods []Pod, th Thresholds, now time.Time) (Failure, bool) {
+	pods = slices.SortedFunc(slices.Values(pods), func(a, b Pod) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			if th.RestartLimit > 0 && c.RestartsSinceRevision >= th.RestartLimit {
+				return Failure{Trigger: RestartLimit, Pod: p.Name, Container: c.Name,
+					Detail: fmt.Sprintf("container %s of pod %s restarted %d times since it took the revision (limit %d)", c.Name, p.Name, c.RestartsSinceRevision, th.RestartLimit)}, true
+			}
+			trigger, ok := waitingTriggers[c.WaitingReason]
+			if !ok || c.WaitingSince.IsZero() {
+				continue
+			}
+			if waited := now.Sub(c.WaitingSince); waited >= th.WaitingGrace {
+				return Failure{Trigger: trigger, Pod: p.Name, Container: c.Name,
+					Detail: fmt.Sprintf("container %s of pod %s has waited in %s for %s (grace %s)", c.Name, p.Name, c.WaitingReason, waited.Round(time.Second), th.WaitingGrace)}, true
+			}
+		}
+	}
+	return Failure{}, false
+}
+
+// Observed is what the reconciler knows of a PodSet when it decides.
+type Observed struct {
+	// Enabled: the PodSet asks for auto-rollback.
+	Enabled bool
+	// Paused: spec.updateStrategy.rollingUpdate.paused. The clock stops:
+	// a paused rollout never fails.
+	Paused bool
+	// UpdateRevision is the revision of the spec's template.
+	UpdateRevision string
+	// LastCompletedRevision is the last revision that every pod ran,
+	// available (status); empty before the first rollout completed.
+	LastCompletedRevision string
+	// RetreatedFrom is the failed revision the PodSet retreated from
+	// (status); empty when it has not retreated.
+	RetreatedFrom string
+	// Stopped: the PodSet stopped, its last good revision having failed
+	// during the retreat from RetreatedFrom (status).
+	Stopped bool
+	// RetryRevision is the revision the user asked to try again
+	// (`kubectl podset rollout retry`); empty when none.
+	RetryRevision string
+	// DeadlineExceeded: the rollout to the revision under test (the update
+	// revision, or while retreated the last good one) made no progress for
+	// spec.progressDeadlineSeconds.
+	DeadlineExceeded bool
+	// Failure is Classify's answer for the pods of the revision under
+	// test, nil when none failed.
+	Failure *Failure
+}
+
+// Action is what auto-rollback does.
+type Action string
+
+const (
+	// None: roll to the update revision as usual.
+	None Action = "None"
+	// Report: the update revision failed and there is no completed
+	// revision to return to; say so, do not retreat.
+	Report Action = "Report"
+	// Retreat: return the pods to Decision.Target, the last revision that
+	// completed, within maxSurge and maxUnavailable.
+	Retreat Action = "Retreat"
+	// Hold: stay retreated (or keep retreating) to Decision.Target: the
+	// spec still asks for the revision that failed.
+	Hold Action = "Hold"
+	// Stop: the last good revision failed too; touch no pod until the
+	// spec changes or the user retries.
+	Stop Action = "Stop"
+	// Resume: a new template, or a retry of the failed one: forget the
+	// retreat and roll to the update revision as usual.
+	Resume Action = "Resume"
+)
+
+// Decision is what auto-rollback does and why.
+type Decision struct {
+	Action Action
+	// Target is the revision the pods go to under Retreat and Hold.
+	Target string
+	// Failed is the revision that failed (Report, Retreat, Stop).
+	Failed string
+	// Failure is why, for Report, Retreat and Stop.
+	Failure Failure
+}
+
+// Decide returns what auto-rollback does for what the reconciler observed.
+func Decide(o Observed) Decision {
+	if !o.Enabled {
+		return Decision{Action: None}
+	}
+	failure, failed := o.failure()
+	if o.RetreatedFrom != "" {
+		// The retreat belongs to one failed revision: a spec that asks
+		// for another, or a retry of that one, starts afresh.
+		if o.RetreatedFrom != o.UpdateRevision || o.RetryRevision == o.UpdateRevision {
+			return Decision{Action: Resume}
+		}
+		switch {
+		case o.Stopped:
+			return Decision{Action: Stop, Failed: o.LastCompletedRevision}
+		case failed && !o.Paused:
+			// The revision retreated to fails as well: no third try.
+			return Decision{Action: Stop, Failed: o.LastCompletedRevision, Failure: failure}
+		default:
+			return Decision{Action: Hold, Target: o.LastCompletedRevision, Failed: o.RetreatedFrom}
+		}
+	}
+	// Only a rollout in progress can fail: not a paused one, and not a
+	// PodSet whose pods already run the completed revision (a scale
+	// change, or pods that fail long after their rollout completed).
+	if o.Paused || !failed || o.UpdateRevision == o.LastCompletedRevision {
+		return Decision{Action: None}
+	}
+	if o.LastCompletedRevision == "" {
+		return Decision{Action: Report, Failed: o.UpdateRevision, Failure: failure}
+	}
+	return Decision{Action: Retreat, Target: o.LastCompletedRevision, Failed: o.UpdateRevision, Failure: failure}
+}
+
+// failure is the failure of the revision under test: its pods' own first,
+// then the progress deadline.
+func (o Observed) failure() (Failure, bool) {
+	if o.Failure != nil {
+		return *o.Failure, true
+	}
+	if o.DeadlineExceeded {
+		return Failure{Trigger: ProgressDeadlineExceeded, Detail: "the rollout made no progress for spec.progressDeadlineSeconds"}, true
+	}
+	return Failure{}, false
+}
