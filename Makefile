@@ -235,8 +235,8 @@ docker-push: ## Push the operator image.
 	$(CONTAINER_TOOL) push $(IMG)
 
 # The platforms of the manager image that docker-buildx builds; the CSV's
-# operatorframework.io/arch.* labels name exactly these (test/multiarch
-# holds them to each other).
+# operatorframework.io/arch.* labels and the manager's node affinity name
+# exactly these (test/bundle holds the three to each other).
 PLATFORMS ?= linux/amd64,linux/arm64,linux/s390x,linux/ppc64le
 
 .PHONY: sbom
@@ -246,7 +246,8 @@ sbom: $(CYCLONEDX_GOMOD) ## For each platform of the pushed image IMG: a Cyclone
 .PHONY: docker-buildx
 docker-buildx: ## Build the operator image for every platform of PLATFORMS and push it as one manifest list (docker buildx, or buildah with CONTAINER_TOOL=buildah). The Dockerfile cross-compiles: no emulator needed.
 ifeq ($(notdir $(CONTAINER_TOOL)),buildah)
-	-buildah manifest rm $(IMG) >/dev/null 2>&1
+	@# A list or an image of that name (make docker-build's) would be added to.
+	-buildah manifest rm $(IMG) >/dev/null 2>&1 || buildah rmi $(IMG) >/dev/null 2>&1
 	# BUILDPLATFORM named: buildah 1.28 (Debian 12) sets it to the target
 	# platform when --platform is given, which would run the builder stage
 	# under emulation (or fail to find its base image).
@@ -254,9 +255,8 @@ ifeq ($(notdir $(CONTAINER_TOOL)),buildah)
 	buildah manifest push --all $(IMG) docker://$(IMG)
 else
 	- $(CONTAINER_TOOL) buildx create --name podset-operator-builder
-	$(CONTAINER_TOOL) buildx use podset-operator-builder
-	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag $(IMG) $(DOCKER_BUILD_ARGS) .
-	- $(CONTAINER_TOOL) buildx rm podset-operator-builder
+	$(CONTAINER_TOOL) buildx build --builder podset-operator-builder --push --platform=$(PLATFORMS) --tag $(IMG) $(DOCKER_BUILD_ARGS) . ; \
+	  rc=$$?; $(CONTAINER_TOOL) buildx rm podset-operator-builder; exit $$rc
 endif
 
 ##@ Deployment

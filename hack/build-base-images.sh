@@ -35,8 +35,17 @@ fi
 base=gcr.io/distroless/static:nonroot
 host=linux/$(go env GOARCH)
 platforms=$(tr ',' '\n' <<<"${PLATFORMS:-$host},$host" | sed '/^$/d' | sort -u)
-have=$(buildah manifest inspect "$base" 2>/dev/null | sed -n 's/.*"architecture": "\(.*\)",*/linux\/\1/p' | sort -u || true)
-if [[ -n "$(comm -23 <(echo "$platforms") <(echo "$have"))" ]]; then
+# Each platform's image also carries a local name of its own, so that what
+# is there is read from local storage only (`buildah manifest inspect` would
+# ask gcr.io about a name it does not hold as a list, and get the real
+# image's platforms).
+instance() { echo "localhost/podset-operator-stand-in/distroless-static:nonroot-${1//\//-}"; }
+missing=
+buildah inspect --type image "$base" >/dev/null 2>&1 || missing=yes
+for p in $platforms; do
+  buildah inspect --type image "$(instance "$p")" >/dev/null 2>&1 || missing=yes
+done
+if [[ -n "$missing" ]]; then
   # A single image of that name (as older versions of this script left
   # it) or a list that lacks a platform: make the list again.
   buildah manifest rm "$base" >/dev/null 2>&1 || buildah rmi "$base" >/dev/null 2>&1 || true
@@ -47,9 +56,13 @@ if [[ -n "$(comm -23 <(echo "$platforms") <(echo "$have"))" ]]; then
   cp "$ca" "$root/etc/ssl/certs/ca-certificates.crt"
   chmod 1777 "$root/tmp"
   chown 65532:65532 "$root/home/nonroot"
-  # FROM scratch and COPY only: no step runs in the image, so building it
-  # for another architecture needs no emulator.
-  buildah build --quiet --platform="$(paste -sd, <<<"$platforms")" --manifest "$base" \
-    -f test/images/distroless-static/Dockerfile "$work/distroless" >/dev/null
+  buildah manifest create "$base" >/dev/null
+  for p in $platforms; do
+    # FROM scratch and COPY only: no step runs in the image, so building
+    # it for another architecture needs no emulator.
+    buildah build --quiet --platform="$p" -t "$(instance "$p")" \
+      -f test/images/distroless-static/Dockerfile "$work/distroless" >/dev/null
+    buildah manifest add "$base" "containers-storage:$(instance "$p")" >/dev/null
+  done
   echo "built $base for $(paste -sd' ' <<<"$platforms")"
 fi

@@ -76,6 +76,11 @@ func run(generator, version, image string) error {
 			if m.Platform == nil {
 				return fmt.Errorf("%s: manifest %s names no platform", image, m.Digest)
 			}
+			// docker buildx adds its provenance attestations to the list
+			// as manifests of platform unknown/unknown: not an image.
+			if m.Platform.OS == "unknown" || m.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+				continue
+			}
 			img, err := index.Image(m.Digest)
 			if err != nil {
 				return err
