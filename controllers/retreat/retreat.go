@@ -151,12 +151,21 @@ type Observed struct {
 	// RetreatedFrom is the failed revision the PodSet retreated from
 	// (status); empty when it has not retreated.
 	RetreatedFrom string
+	// RetreatedAt is when the retreat from RetreatedFrom was recorded.
+	RetreatedAt time.Time
+	// RetreatComplete: every pod runs the revision retreated to, available.
+	// From then on the retreat is a completed rollout: its pods failing
+	// later, or a scale change, are no failure of the retreat.
+	RetreatComplete bool
 	// Stopped: the PodSet stopped, its last good revision having failed
 	// during the retreat from RetreatedFrom (status).
 	Stopped bool
 	// RetryRevision is the revision the user asked to try again
-	// (`kubectl podset rollout retry`); empty when none.
-	RetryRevision string
+	// (`kubectl podset rollout retry`), and RetryRequestedAt when; empty
+	// when none. Only a request made after the retreat counts, so that a
+	// request that is never cleared cannot start a loop of retreats.
+	RetryRevision    string
+	RetryRequestedAt time.Time
 	// DeadlineExceeded: the rollout to the revision under test (the update
 	// revision, or while retreated the last good one) made no progress for
 	// spec.progressDeadlineSeconds.
@@ -209,13 +218,14 @@ func Decide(o Observed) Decision {
 	if o.RetreatedFrom != "" {
 		// The retreat belongs to one failed revision: a spec that asks
 		// for another, or a retry of that one, starts afresh.
-		if o.RetreatedFrom != o.UpdateRevision || o.RetryRevision == o.UpdateRevision {
+		retry := o.RetryRevision == o.UpdateRevision && o.RetryRequestedAt.After(o.RetreatedAt)
+		if o.RetreatedFrom != o.UpdateRevision || retry {
 			return Decision{Action: Resume}
 		}
 		switch {
 		case o.Stopped:
 			return Decision{Action: Stop, Failed: o.LastCompletedRevision}
-		case failed && !o.Paused:
+		case failed && !o.Paused && !o.RetreatComplete:
 			// The revision retreated to fails as well: no third try.
 			return Decision{Action: Stop, Failed: o.LastCompletedRevision, Failure: failure}
 		default:

@@ -102,10 +102,17 @@ func TestDecide(t *testing.T) {
 			want: Decision{Action: Report, Failed: "v1", Failure: *crash},
 		},
 		{name: "retreated, the spec still asks for the failed revision (a GitOps re-apply)", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2"}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
-		{name: "retreated, the failed pods' failure is no second trigger", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", DeadlineExceeded: false}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
 		{name: "retreated, then a new template", o: Observed{Enabled: true, UpdateRevision: "v3", LastCompletedRevision: "v1", RetreatedFrom: "v2"}, want: Decision{Action: Resume}},
-		{name: "retreated, then a retry of the failed revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetryRevision: "v2"}, want: Decision{Action: Resume}},
-		{name: "retreated, a stale retry of another revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetryRevision: "v0"}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		{name: "retreated, then a retry of the failed revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), RetryRevision: "v2", RetryRequestedAt: at(2 * time.Minute)}, want: Decision{Action: Resume}},
+		// A retry request that was never cleared must not undo the next
+		// retreat from the same revision: only one made after it counts.
+		{name: "retreated after the retry was requested", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(3 * time.Minute), RetryRevision: "v2", RetryRequestedAt: at(2 * time.Minute)}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		{name: "retreated, a retry of another revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetryRevision: "v0", RetryRequestedAt: at(time.Hour)}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		// Once the retreat completed, v1 is a completed rollout again: its
+		// pods failing days later, or a scale-up that misses the
+		// deadline, do not stop the PodSet.
+		{name: "retreat complete, a pod of the last good revision fails later", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatComplete: true, Failure: crash}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		{name: "retreat complete, a scale-up misses the deadline", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatComplete: true, DeadlineExceeded: true}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
 		{
 			name: "the last good revision fails during the retreat: stop, no third try",
 			o:    Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", Failure: crash},
