@@ -271,7 +271,6 @@ func buildAndPush(t *testing.T, ctx context.Context, ref string) {
 		{"hack/build-base-images.sh"},
 		{"make", "--no-print-directory", "docker-buildx", "CONTAINER_TOOL=buildah", "IMG=" + ref, "PLATFORMS=" + os.Getenv("PLATFORMS"),
 			"DOCKER_BUILD_ARGS=--quiet -v " + goenv("GOMODCACHE") + ":/go/pkg/mod -v " + goenv("GOCACHE") + ":/root/.cache/go-build"},
-		{"buildah", "manifest", "rm", ref},
 	} {
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, step[0], step[1:]...)
@@ -282,6 +281,29 @@ func buildAndPush(t *testing.T, ctx context.Context, ref string) {
 		}
 		t.Logf("%s (%s)", strings.Join(step[:min(len(step), 3)], " "), time.Since(start).Round(time.Second))
 	}
+	// The pushed list and its images leave buildah's storage (a full copy
+	// of each image under vfs), the images first: found by their digests.
+	buildah := func(args ...string) []byte {
+		cmd := exec.CommandContext(ctx, "buildah", args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("buildah %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	var list struct{ Manifests []struct{ Digest string } }
+	must(t, json.Unmarshal(buildah("manifest", "inspect", ref), &list))
+	var images []struct{ ID, Digest string }
+	must(t, json.Unmarshal(buildah("images", "--json"), &images))
+	for _, m := range list.Manifests {
+		for _, img := range images {
+			if img.Digest == m.Digest {
+				buildah("rmi", "--force", img.ID)
+			}
+		}
+	}
+	buildah("manifest", "rm", ref)
 }
 
 // checkBinary: an ELF executable for the platform's machine, a Go build
