@@ -92,7 +92,7 @@ http:
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
-	transport, err := c.registryTransport()
+	transport, err := c.RegistryTransport()
 	if err != nil {
 		return err
 	}
@@ -129,8 +129,9 @@ func (c *Cluster) RegistryHost() string {
 // --cert-dir).
 func (c *Cluster) CAFile() string { return c.pki.path(caCertFile) }
 
-// registryTransport trusts the cluster CA only.
-func (c *Cluster) registryTransport() (*http.Transport, error) {
+// RegistryTransport trusts the cluster CA only: what a client of the
+// registry on this machine uses.
+func (c *Cluster) RegistryTransport() (*http.Transport, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.pki.caPEM()) {
 		return nil, errors.New("the cluster CA does not parse")
@@ -187,7 +188,7 @@ func (c *Cluster) PushImageArchive(ctx context.Context, archive string) ([]strin
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", archive, err)
 	}
-	transport, err := c.registryTransport()
+	transport, err := c.RegistryTransport()
 	if err != nil {
 		return nil, err
 	}

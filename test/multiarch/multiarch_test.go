@@ -12,8 +12,6 @@ package multiarch_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
@@ -125,7 +123,7 @@ func TestReleaseImages(t *testing.T) {
 	t.Run("ManifestListHasEveryPlatform", func(t *testing.T) { binaries = checkManifestList(t, ctx, ref, bins) })
 	t.Run("MultiarchValidator", func(t *testing.T) { validateBundle(t, ctx, ref) })
 	t.Run("BundlePinnedByDigest", func(t *testing.T) { checkDigestPinnedBundle(t, ctx, ref) })
-	t.Run("SBOMListsTheModulesOfGoMod", func(t *testing.T) { checkSBOM(t, ctx, ref) })
+	t.Run("SBOMListsTheModulesOfGoMod", func(t *testing.T) { checkSBOM(t, ctx, ref, binaries) })
 	t.Run("Arm64ManagerUnderEmulation", func(t *testing.T) {
 		arm64, ok := binaries["arm64"]
 		if !ok {
@@ -328,18 +326,12 @@ func checkBinary(t *testing.T, platform, path string) {
 	}
 }
 
-// registryTransport trusts the cluster's CA, which signs the registry's
-// certificate.
+// registryTransport is the cluster's, which trusts the CA that signs the
+// registry's certificate.
 func registryTransport(t *testing.T) http.RoundTripper {
 	t.Helper()
-	pem, err := os.ReadFile(cluster.CAFile())
+	tr, err := cluster.RegistryTransport()
 	must(t, err)
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatal("the cluster CA does not parse")
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return tr
 }
 
@@ -570,8 +562,9 @@ func podmanEnv(t *testing.T) []string {
 // checkSBOM runs `make sbom` on the pushed list and reads, for each
 // platform's image, the CycloneDX SBOM that refers to it: one, listing
 // exactly the modules linked into that image's /manager, each at the
-// version go.mod requires.
-func checkSBOM(t *testing.T, ctx context.Context, ref string) {
+// version go.mod requires. binaries are the /manager of each architecture
+// that checkManifestList took out of the images.
+func checkSBOM(t *testing.T, ctx context.Context, ref string, binaries map[string]string) {
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "sbom", "IMG="+ref)
 	cmd.Dir, cmd.Env = repoRoot, append(os.Environ(), "SSL_CERT_FILE="+cluster.CAFile())
 	out, err := cmd.CombinedOutput()
@@ -637,10 +630,10 @@ func checkSBOM(t *testing.T, ctx context.Context, ref string) {
 		must(t, err)
 
 		// What the binary links, from its own build information.
-		img, err := index.Image(desc.Digest)
-		must(t, err)
-		bin := filepath.Join(t.TempDir(), "manager")
-		must(t, imagefile.Extract(img, "manager", bin))
+		bin, ok := binaries[desc.Platform.Architecture]
+		if !ok {
+			t.Fatalf("%s: no /manager taken out of the image (the manifest list check failed)", platform)
+		}
 		info, err := buildinfo.ReadFile(bin)
 		must(t, err)
 		linked := map[string]string{}
