@@ -88,6 +88,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.claimRevisions,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
+		r.decideRollback,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return r.retry(ctx, rec, err)

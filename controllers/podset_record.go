@@ -68,6 +68,9 @@ type podSetRecord struct {
 	// podPatches are the in-place updates' pod patches until the cache
 	// shows them (in_place_updates.go).
 	podPatches unseenPodPatches
+	// failureWatch is what auto-rollback remembers of the containers of
+	// the revision on trial (auto_rollback.go).
+	failureWatch failureWatch
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

@@ -106,6 +106,9 @@ type podSetScope struct {
 	firstRevision <-chan error
 	// outcome is what the scaling phase did, which the status reports.
 	outcome status.Outcome
+	// rollback is what auto-rollback decided, which the status reports
+	// (auto_rollback.go).
+	rollback status.Rollback
 }
 
 // revisionState is what one reconcile knows of the PodSet's revisions.
@@ -115,12 +118,23 @@ type revisionState struct {
 	// namesakesCached is set when the cache holds a revision labelled
 	// with the PodSet's name, whoever controls it.
 	namesakesCached bool
-	// update is the revision of the spec's pod template; current is the
-	// one the pods ran before the rollout in progress (update when none is).
+	// update is the revision the rollout moves the pods to: that of the
+	// spec's pod template, or while auto-rollback returns the pods from
+	// it, the last completed one. current is the one the pods ran before
+	// the rollout in progress (update when none is).
 	update, current *appsv1.ControllerRevision
 	// The templates and hashes of update and current.
 	updateTemplate, currentTemplate revision.Template
 	updateHash, currentHash         string
+	// spec is the revision of the spec's pod template, which the status
+	// reports as the update revision, and specHash its pods' hash.
+	spec     *appsv1.ControllerRevision
+	specHash string
+	// rollingBack: auto-rollback returns the pods to update, the last
+	// completed revision, ignoring partition (the pods it kept already run
+	// it); rollbackStopped: that revision failed too, and no pod is
+	// replaced for its template any more.
+	rollingBack, rollbackStopped bool
 	// collisionCount is the count the update revision's hash was made with.
 	collisionCount *int32
 	// defaultImage is the operand image of templates that name none.

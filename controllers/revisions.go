@@ -306,7 +306,12 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 	if rs.update == nil {
 		return nil
 	}
-	keep := map[string]bool{rs.update.Name: true, rs.current.Name: true}
+	// The spec's revision, and the last completed one, which
+	// auto-rollback returns to.
+	keep := map[string]bool{rs.update.Name: true, rs.current.Name: true, s.podSet.Status.LastCompletedRevision: true}
+	if rs.spec != nil {
+		keep[rs.spec.Name] = true
+	}
 	for _, pod := range s.pods {
 		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; hash != "" {
 			keep[revision.Name(s.podSet.Name, hash)] = true

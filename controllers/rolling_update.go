@@ -121,6 +121,10 @@ func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod,
 	if err != nil {
 		return rollout.Input{}, podGroups{}, err
 	}
+	if rs.rollingBack {
+		s.Partition = 0
+		s.Paused = s.Paused || rs.rollbackStopped
+	}
 	g := group(ps, rs, pods)
 	minReady := operand.MinReady(ps)
 	all := func(*corev1.Pod) bool { return true }

@@ -21,7 +21,7 @@ import (
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (time.Duration, error) {
 	now := time.Now()
 	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
-	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.pods, now), s.outcome, now)
+	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.rollback, s.pods, now), s.outcome, now)
 	switch {
 	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
 		return 0, nil
@@ -57,16 +57,42 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (ti
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
+	r.reportRollback(s.podSet, orig.Status, computed)
 	return 0, nil
+}
+
+// reportRollback sends the event of what auto-rollback just did, once per
+// change of the status that records it, and counts the rollbacks.
+func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after appv1alpha1.PodSetStatus) {
+	progressing := meta.FindStatusCondition(after.Conditions, appv1alpha1.ConditionProgressing)
+	was := meta.FindStatusCondition(before.Conditions, appv1alpha1.ConditionProgressing)
+	if progressing == nil || (was != nil && was.Reason == progressing.Reason) {
+		return
+	}
+	switch progressing.Reason {
+	case appv1alpha1.ReasonRolledBack:
+		if before.AutoRollback == nil || before.AutoRollback.FailedRevision != after.AutoRollback.FailedRevision {
+			metrics.Rollbacks.WithLabelValues(after.AutoRollback.Trigger).Inc()
+		}
+	case appv1alpha1.ReasonRollbackStopped, appv1alpha1.ReasonRolloutFailed:
+	default:
+		return
+	}
+	r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, progressing.Reason, "Rollout", "%s", eventNote(progressing.Message))
 }
 
 // observed is what the status is computed from besides the pods: the
 // PodSet's revisions, once syncRevisions found them, and the rollout
 // arithmetic's input for the pods, as the scaling phase sees it.
-func observed(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) status.Observed {
-	o := status.Observed{UpdateHash: rs.updateHash}
+func observed(ps *appv1alpha1.PodSet, rs *revisionState, rollback status.Rollback, pods []*corev1.Pod, now time.Time) status.Observed {
+	spec, specHash := rs.spec, rs.specHash
+	if spec == nil {
+		spec, specHash = rs.update, rs.updateHash
+	}
+	o := status.Observed{UpdateHash: specHash, Rollback: rollback}
 	if rs.update != nil {
-		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = rs.update.Name, rs.current.Name, rs.collisionCount
+		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = spec.Name, rs.current.Name, rs.collisionCount
+		o.TargetRevision = rs.update.Name
 	}
 	if in, g, err := rolloutInput(ps, rs, pods, now); err == nil {
 		o.Rollout = &in

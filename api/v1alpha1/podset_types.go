@@ -233,6 +233,45 @@ type RollingUpdate struct {
 	// replaced for other reasons take the new template.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// autoRollback, when set, returns the pods to the last revision that
+	// completed (status.lastCompletedRevision) when the rollout to a new one
+	// fails: the progress deadline passes, or a new pod's container
+	// restarts restartLimit times or waits in CrashLoopBackOff,
+	// ErrImagePull, ImagePullBackOff, InvalidImageName,
+	// CreateContainerConfigError or CreateContainerError for longer than
+	// failureGracePeriodSeconds. The rollback stays within maxSurge and
+	// maxUnavailable, and the operator never changes spec: re-applying the
+	// failed template keeps the PodSet rolled back, a new template starts a
+	// new rollout, and `kubectl podset rollout retry` tries the failed one
+	// again. Off when absent; `autoRollback: {}` turns it on with the
+	// defaults.
+	// +optional
+	AutoRollback *AutoRollback `json:"autoRollback,omitempty"`
+}
+
+// AutoRollback tunes when a rollout counts as failed.
+type AutoRollback struct {
+	// restartLimit is how many restarts of one container, since its pod
+	// took the new revision, make the revision failed. This catches a
+	// container that crashes after turning Ready, which the progress
+	// deadline would take for progress. 0 turns the check off.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	RestartLimit *int32 `json:"restartLimit,omitempty"`
+
+	// failureGracePeriodSeconds is how long a container of a new pod may
+	// wait in CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
+	// InvalidImageName, CreateContainerConfigError or CreateContainerError
+	// before the revision counts as failed: long enough for a registry or
+	// a Secret that is slow to appear.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	FailureGracePeriodSeconds *int32 `json:"failureGracePeriodSeconds,omitempty"`
 }
 
 // PodUpdatePolicy is how a pod takes a new pod template.
@@ -360,6 +399,18 @@ type PodSetStatus struct {
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
 
+	// lastCompletedRevision is the name of the last ControllerRevision that
+	// every pod ran, available (with at least one pod): the revision that
+	// spec.updateStrategy.rollingUpdate.autoRollback returns to.
+	// +optional
+	LastCompletedRevision string `json:"lastCompletedRevision,omitempty"`
+
+	// autoRollback is set while the pods are rolled back from a failed
+	// revision (spec.updateStrategy.rollingUpdate.autoRollback), and until
+	// the spec asks for another revision or the user retries this one.
+	// +optional
+	AutoRollback *AutoRollbackStatus `json:"autoRollback,omitempty"`
+
 	// collisionCount counts hash collisions between revision names; it is
 	// part of the hash, so that a collision yields a new name.
 	// +optional
@@ -377,6 +428,35 @@ type PodSetStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// AutoRollbackStatus is a rollback from a failed revision.
+type AutoRollbackStatus struct {
+	// failedRevision is the ControllerRevision whose rollout failed: the
+	// one spec still asks for.
+	FailedRevision string `json:"failedRevision"`
+
+	// revision is the ControllerRevision the pods are returned to: the
+	// last one that completed.
+	Revision string `json:"revision"`
+
+	// trigger is what made failedRevision fail: ProgressDeadlineExceeded,
+	// RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName or
+	// CreateContainerFailure.
+	Trigger string `json:"trigger"`
+
+	// message says which pod and container showed the failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// time is when the operator decided to roll back.
+	Time metav1.Time `json:"time"`
+
+	// stopped is set when revision failed as well while the pods were
+	// returned to it: the operator then leaves the pods as they are until
+	// the spec asks for another revision or the user retries.
+	// +optional
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // PodSet keeps spec.replicas pods running and reports what it observes.

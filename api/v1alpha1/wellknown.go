@@ -62,7 +62,15 @@ const (
 	// ReasonInPlaceOnlyKeepsPods: InPlaceOnly keeps old pods whose change
 	// needs new pods. False: ReasonNotStalled.
 	ReasonInPlaceOnlyKeepsPods = "InPlaceOnlyKeepsPods"
-	ReasonNotStalled           = "NotStalled"
+	// Progressing and Stalled under auto-rollback: the update revision
+	// failed and the pods are returned to the last completed one
+	// (ReasonRolledBack), that one failed too and the pods are left as
+	// they are (ReasonRollbackStopped), or it failed with no completed
+	// revision to return to (ReasonRolloutFailed).
+	ReasonRolledBack      = "RolledBack"
+	ReasonRollbackStopped = "RollbackStopped"
+	ReasonRolloutFailed   = "RolloutFailed"
+	ReasonNotStalled      = "NotStalled"
 )
 
 // In-place updates (spec.updateStrategy.rollingUpdate.podUpdatePolicy

@@ -227,6 +227,14 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	g.Expect(out).To(Equal("podset \"web\" successfully rolled out\n"))
 }
 
+// rolledBack makes ps's Progressing condition False, as auto-rollback
+// leaves it.
+func rolledBack(ps *appv1alpha1.PodSet) *appv1alpha1.PodSet {
+	ps.Status.Conditions[0].Status = metav1.ConditionFalse
+	ps.Status.Conditions[0].Message = "revision web-2 failed (RestartLimit: ...)"
+	return ps
+}
+
 func TestRolloutStatusMessages(t *testing.T) {
 	mk := func(replicas, partition int32, st appv1alpha1.PodSetStatus, reason string) *appv1alpha1.PodSet {
 		ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 2}}
@@ -256,6 +264,10 @@ func TestRolloutStatusMessages(t *testing.T) {
 		{"done", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 4, UpdatedAvailableReplicas: 4}, "NewRevisionAvailable"),
 			`podset "web" successfully rolled out`, true, ""},
 		{"paused", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1}, "Paused"), "", false, "is paused (1 of 4 pods updated)"},
+		{"rolled back", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRolledBack)), "", false,
+			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack): rollout failed`},
+		{"rollback stopped", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRollbackStopped)), "", false,
+			`(RollbackStopped): rollout failed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

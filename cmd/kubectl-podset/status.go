@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -23,7 +24,8 @@ func newStatusCommand(o *options) *cobra.Command {
 		Short: "Show the rollout of a PodSet and wait until it is done",
 		Long: "Waits until every wanted pod runs the PodSet's current template and is available, printing progress " +
 			"as `kubectl rollout status` does. Exits non-zero when the progress deadline has passed " +
-			"(Progressing=False, ProgressDeadlineExceeded) or the rollout is paused.",
+			"(Progressing=False, ProgressDeadlineExceeded), when the rollout failed and auto-rollback returned the pods " +
+			"to the last completed revision (RolledBack, RollbackStopped, RolloutFailed), or when the rollout is paused.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := o.client()
@@ -77,6 +79,12 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
 	if progressing != nil && progressing.Reason == appv1alpha1.ReasonProgressDeadlineExceeded {
 		return "", false, fmt.Errorf("podset %q exceeded its progress deadline: %s: %w", ps.Name, progressing.Message, errRolloutFailed)
+	}
+	if progressing != nil && progressing.Status == metav1.ConditionFalse {
+		switch progressing.Reason {
+		case appv1alpha1.ReasonRolledBack, appv1alpha1.ReasonRollbackStopped, appv1alpha1.ReasonRolloutFailed:
+			return "", false, fmt.Errorf("podset %q: %s (%s): %w", ps.Name, progressing.Message, progressing.Reason, errRolloutFailed)
+		}
 	}
 	if progressing != nil && progressing.Reason == appv1alpha1.ReasonPaused {
 		return "", false, fmt.Errorf("podset %q is paused (%d of %d pods updated): resume it with `kubectl podset rollout resume %s`",

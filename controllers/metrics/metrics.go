@@ -96,11 +96,15 @@ var (
 		Name: "podset_operator_status_writes_skipped_total",
 		Help: "Status changes not written at once, by reason: scaling (counts that move while the PodSet scales, written when it settles); paced (held back until --status-write-interval has passed).",
 	}, []string{"reason"})
+	Rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podset_operator_rollbacks_total",
+		Help: "Rollouts that failed and that auto-rollback (spec.updateStrategy.rollingUpdate.autoRollback) returned to the last completed revision, by trigger: ProgressDeadlineExceeded, RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName, CreateContainerFailure.",
+	}, []string{"trigger"})
 )
 
 // controllerCollectors are the counters, in documentation order.
 var controllerCollectors = []prometheus.Collector{
-	PodCreates, PodDeletes, PodsAdopted, PodsReleased, ExpectationsExpired, PodCacheBehind, PodEventsLagging, StatusWritesSkipped,
+	PodCreates, PodDeletes, PodsAdopted, PodsReleased, ExpectationsExpired, PodCacheBehind, PodEventsLagging, StatusWritesSkipped, Rollbacks,
 }
 
 func init() {
@@ -226,7 +230,7 @@ func Docs() ([]Doc, error) {
 			return nil, err
 		}
 	}
-	for _, vec := range []*prometheus.CounterVec{PodCreates, PodDeletes, StatusWritesSkipped} {
+	for _, vec := range []*prometheus.CounterVec{PodCreates, PodDeletes, StatusWritesSkipped, Rollbacks} {
 		vec.WithLabelValues("sample").Add(0)
 		defer vec.DeleteLabelValues("sample")
 	}

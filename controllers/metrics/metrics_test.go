@@ -91,6 +91,7 @@ func TestControllerMetricsLint(t *testing.T) {
 	PodCreates.WithLabelValues("created").Add(0)
 	PodDeletes.WithLabelValues("deleted").Add(0)
 	StatusWritesSkipped.WithLabelValues("paced").Add(0)
+	Rollbacks.WithLabelValues("RestartLimit").Add(0)
 	problems, err := testutil.GatherAndLint(reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(problems).To(BeEmpty())

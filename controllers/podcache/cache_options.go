@@ -95,7 +95,34 @@ func slimPod(obj any) (any, error) {
 	return pod, nil
 }
 
-// slimPodStatus is the part of a pod's status that the reconciler reads.
+// waitingReasons are the kubelet's reasons for a waiting container that
+// auto-rollback reads, each kept as one shared string rather than a copy
+// per pod.
+var waitingReasons = map[string]string{}
+
+func init() {
+	for _, r := range []string{"ContainerCreating", "PodInitializing", "CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff",
+		"InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"} {
+		waitingReasons[r] = r
+	}
+}
+
+// waitingReason is the part of a container's state the reconciler reads
+// of a pod that is not updated in place: the reason it waits, if it does.
+// Another reason is kept as "Waiting" (what kubectl shows for none).
+func waitingReason(state corev1.ContainerState) corev1.ContainerState {
+	if state.Waiting == nil {
+		return corev1.ContainerState{}
+	}
+	reason, ok := waitingReasons[state.Waiting.Reason]
+	if !ok {
+		reason = "Waiting"
+	}
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+}
+
+// slimPodStatus is the part of a pod's status that the reconciler reads:
+// its phase, readiness, and each container's restarts and waiting reason.
 // A pod that may be updated in place (inPlace) also keeps what tells what
 // its container was before an update and whether the kubelet has done it: its container's ID, state, readiness and
 // resources, the resize conditions and the generation the kubelet observed.
@@ -114,7 +141,7 @@ func slimPodStatus(status *corev1.PodStatus, inPlace bool) corev1.PodStatus {
 	if len(status.ContainerStatuses) > 0 {
 		slim.ContainerStatuses = make([]corev1.ContainerStatus, len(status.ContainerStatuses))
 		for i, cs := range status.ContainerStatuses {
-			slim.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount}
+			slim.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount, State: waitingReason(cs.State)}
 			if inPlace {
 				slim.ContainerStatuses[i] = corev1.ContainerStatus{
 					Name: cs.Name, RestartCount: cs.RestartCount, ContainerID: cs.ContainerID,

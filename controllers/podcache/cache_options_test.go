@@ -207,3 +207,26 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(tombstone))
 }
+
+// TestCachedPodsKeepTheReasonTheirContainersWait: auto-rollback reads it
+// (CrashLoopBackOff, ImagePullBackOff and the like); the kubelet's message
+// goes, and a reason it does not read is kept as plain "Waiting", one
+// shared string for all pods.
+func TestCachedPodsKeepTheReasonTheirContainersWait(t *testing.T) {
+	g := NewWithT(t)
+	pod := newPodFromSpec(unitPodSet(1), testOperandImage)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: "a", RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}}},
+		{Name: "b", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "SomethingNew"}}},
+		{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+	}
+
+	out, err := slimPod(pod)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.Pod).Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{
+		{Name: "a", RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+		{Name: "b", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "Waiting"}}},
+		{Name: "c"},
+	}))
+}

@@ -22,8 +22,8 @@
 //     explicit retry starts a fresh rollout;
 //   - if the last good revision fails too, it stops and does nothing more.
 //
-// The reconciler is not wired to it yet: nothing in a PodSet's spec turns
-// auto-rollback on.
+// The reconciler's phase decideRollback (controllers/auto_rollback.go)
+// hands it what it observed and acts on the decision.
 package retreat
 
 import (

@@ -53,6 +53,23 @@ type Observed struct {
 	// KeptInPlace, under InPlaceOnly, says why the first old pod that
 	// cannot be updated in place cannot (the field that changed, say).
 	KeptInPlace string
+	// TargetRevision names the revision the pods are moved to: the update
+	// revision, or while auto-rollback returns the pods from it, the last
+	// completed one. Rollout counts the pods against it.
+	TargetRevision string
+	// Rollback is what auto-rollback decided.
+	Rollback Rollback
+}
+
+// Rollback is what auto-rollback decided, as the status reports it.
+type Rollback struct {
+	// Status is the status.autoRollback to report: nil when the pods are
+	// not rolled back.
+	Status *appv1alpha1.AutoRollbackStatus
+	// Revision, Trigger and Failed: with Status nil, the update revision
+	// that failed, what showed it, and a sentence saying how, when there
+	// was no completed revision to return to.
+	Revision, Trigger, Failed string
 }
 
 // Compute derives a PodSet's status from the pods observed for it and what
@@ -71,6 +88,7 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		status.UpdateRevision = observed.UpdateRevision
 		status.CurrentRevision = observed.CurrentRevision
 		status.CollisionCount = observed.CollisionCount
+		status.AutoRollback = observed.Rollback.Status
 	}
 
 	// Conditions carry now as their transition time; SetStatusCondition
@@ -96,6 +114,10 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		now:      now,
 	}
 	setProgressingCondition(&status, facts, ps.Generation, transition)
+	setRollbackProgress(&status, observed, in, complete, ps.Generation, transition)
+	if complete && in.Replicas > 0 && in.Updated.Available == in.Replicas && observed.TargetRevision != "" {
+		status.LastCompletedRevision = observed.TargetRevision
+	}
 	setReplicaFailureCondition(&status, outcome, ps.Generation, transition)
 	setReconcilingAndStalled(&status, facts, ps.Generation, transition)
 	return status
@@ -269,12 +291,52 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	meta.SetStatusCondition(&status.Conditions, c)
 }
 
+// setRollbackProgress makes the Progressing condition say what
+// auto-rollback did: False, since the spec's revision failed, while the
+// pods are returned to the last completed revision and after
+// (RolledBack), once that one failed too (RollbackStopped), or when
+// there was none to return to (RolloutFailed; a failure by the progress
+// deadline is already ProgressDeadlineExceeded).
+func setRollbackProgress(status *appv1alpha1.PodSetStatus, o Observed, in *rollout.Input, complete bool, generation int64, transition metav1.Time) {
+	c := metav1.Condition{
+		Type:               appv1alpha1.ConditionProgressing,
+		Status:             metav1.ConditionFalse,
+		ObservedGeneration: generation,
+		LastTransitionTime: transition,
+	}
+	switch rb := o.Rollback; {
+	case rb.Status != nil && rb.Status.Stopped:
+		c.Reason = appv1alpha1.ReasonRollbackStopped
+		c.Message = fmt.Sprintf("revision %s failed (%s: %s); the pods are left as they are until the spec changes or the rollout is retried",
+			rb.Status.FailedRevision, rb.Status.Trigger, rb.Status.Message)
+	case rb.Status != nil:
+		c.Reason = appv1alpha1.ReasonRolledBack
+		c.Message = fmt.Sprintf("revision %s failed (%s: %s); ", rb.Status.FailedRevision, rb.Status.Trigger, rb.Status.Message)
+		if complete {
+			c.Message += fmt.Sprintf("all %d pods are back on revision %s", in.Replicas, rb.Status.Revision)
+		} else {
+			back := 0
+			if in != nil {
+				back = in.Updated.Live
+			}
+			c.Message += fmt.Sprintf("rolling the pods back to revision %s: %d of %d run it", rb.Status.Revision, back, status.Replicas)
+		}
+	case rb.Failed != "" && rb.Trigger != appv1alpha1.ReasonProgressDeadlineExceeded:
+		c.Reason = appv1alpha1.ReasonRolloutFailed
+		c.Message = fmt.Sprintf("revision %s failed (%s: %s); no revision completed before it, so there is none to roll back to", rb.Revision, rb.Trigger, rb.Failed)
+	default:
+		return
+	}
+	c.Message = Truncate(c.Message, maxConditionMessage)
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
 // setReconcilingAndStalled sets the conditions kstatus reads (see
 // appv1alpha1.ConditionReconciling) from the Progressing and ReplicaFailure
 // conditions just computed, so that they never disagree with them:
 //
-//   - Stalled is True when Progressing is False (ProgressDeadlineExceeded),
-//     where kstatus fails a Deployment, and when InPlaceOnly keeps old pods
+//   - Stalled is True when Progressing is False (ProgressDeadlineExceeded,
+//     where kstatus fails a Deployment, or auto-rollback's reasons), and when InPlaceOnly keeps old pods
 //     that only new pods could update (or can take none out of service),
 //     which no waiting resolves, unless the rollout is paused or done;
 //   - otherwise Reconciling is True until Progressing says
@@ -304,6 +366,11 @@ func setReconcilingAndStalled(status *appv1alpha1.PodSetStatus, f progressFacts,
 	case progressing.Reason == appv1alpha1.ReasonProgressDeadlineExceeded:
 		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonProgressDeadlineExceeded
 		stalled.Message = progressing.Message + failureNote(status)
+	case progressing.Status == metav1.ConditionFalse:
+		// Auto-rollback: the spec asks for a revision that failed, which
+		// no waiting cures (setRollbackProgress).
+		stalled.Status, stalled.Reason = metav1.ConditionTrue, progressing.Reason
+		stalled.Message = progressing.Message
 	case !f.paused && !f.complete && (f.kept > 0 || f.noRoom):
 		stalled.Status, stalled.Reason = metav1.ConditionTrue, appv1alpha1.ReasonInPlaceOnlyKeepsPods
 		stalled.Message = progressing.Message

@@ -1,0 +1,271 @@
+package controllers
+
+// Integration tests of auto-rollback (spec.updateStrategy.rollingUpdate.
+// autoRollback): a kubelet stand-in makes the containers of chosen images
+// crash, as a real kubelet reports a crash loop, and the PodSet must
+// return its pods to the last completed revision within its bounds, say
+// so, and never write its spec.
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/internal/argocd"
+)
+
+// crashingImages is a kubelet stand-in's list of the images whose
+// containers crash in the pods created from a given time on: those pods
+// run, never turn Ready, and their container waits in CrashLoopBackOff
+// with more restarts at each look.
+type crashingImages struct {
+	mu     sync.Mutex
+	images map[string]time.Time
+}
+
+// crashFromNow makes the containers of image crash in pods created from
+// now on (to the second, as creation times go).
+func (c *crashingImages) crashFromNow(image string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.images == nil {
+		c.images = map[string]time.Time{}
+	}
+	c.images[image] = time.Now().Truncate(time.Second)
+}
+
+func (c *crashingImages) crashes(pod *corev1.Pod) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from, ok := c.images[pod.Spec.Containers[0].Image]
+	return ok && !pod.CreationTimestamp.Time.Before(from)
+}
+
+// status is the kubelet stand-in's status for pod.
+func (c *crashingImages) status(pod *corev1.Pod) (corev1.PodStatus, bool) {
+	if !c.crashes(pod) {
+		return readyStatus(pod)
+	}
+	st := *pod.Status.DeepCopy()
+	restarts := int32(0)
+	if len(st.ContainerStatuses) == 1 {
+		restarts = st.ContainerStatuses[0].RestartCount
+	}
+	if restarts >= 10 {
+		return corev1.PodStatus{}, false
+	}
+	st.Phase = corev1.PodRunning
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	st.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image, RestartCount: restarts + 1,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}},
+	}}
+	return st, true
+}
+
+func autoRollbackPodSet(t *testing.T, ns, name string, replicas int32) *appv1alpha1.PodSet {
+	return createPodSet(t, ns, name, replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			AutoRollback: &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](3)},
+		}
+	})
+}
+
+// waitForRolledBack waits until the PodSet reports that it rolled back
+// from failed to good and that all n pods run good again, available.
+func waitForRolledBack(g Gomega, ps *appv1alpha1.PodSet, n int32, failed, good string) *appv1alpha1.PodSet {
+	var p *appv1alpha1.PodSet
+	g.Eventually(func(g Gomega) {
+		p = getPodSet(g, ps)
+		st := p.Status
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.FailedRevision).To(Equal(failed))
+		g.Expect(st.AutoRollback.Revision).To(Equal(good))
+		g.Expect(st.UpdateRevision).To(Equal(failed), "status.updateRevision is the spec's")
+		g.Expect(st.CurrentRevision).To(Equal(good))
+		g.Expect(st.UpdatedReplicas).To(BeZero())
+		g.Expect(st.AvailableReplicas).To(Equal(n))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonRolledBack))
+		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(ContainSubstring("all %d pods are back on revision %s", n, good))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionReconciling)).To(Equal(metav1.ConditionFalse))
+		pods := listLivePods(g, ps)
+		g.Expect(pods).To(HaveLen(int(n)))
+		for _, pod := range pods {
+			g.Expect(revision.Name(ps.Name, pod.Labels[appv1alpha1.LabelRevisionHash])).To(Equal(good), "pod %s", pod.Name)
+		}
+		expectFailedToPipelines(g, ps)
+	}, eventually, poll).Should(Succeed())
+	return p
+}
+
+// expectFailedToPipelines checks what the tools that deploy the PodSet
+// see: kstatus (Flux, Helm, kpt) Failed and Argo CD Degraded, since the
+// spec still asks for a revision that failed.
+func expectFailedToPipelines(g Gomega, ps *appv1alpha1.PodSet) {
+	u, err := operandtest.Unstructured(getPodSet(g, ps))
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := kstatus.Compute(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Status).To(Equal(kstatus.FailedStatus), "kstatus: %s", res.Message)
+	health, err := argocd.Evaluate(argocd.HealthLua, u.Object)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(health.Status).To(Equal(argocd.Degraded), "Argo CD: %s", health.Message)
+}
+
+func conditionMessage(st appv1alpha1.PodSetStatus, t string) string {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 4
+	ps := autoRollbackPodSet(t, ns, "web", replicas)
+	var kubelet crashingImages
+	kubelet.crashFromNow("registry.example.com/web:2")
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+	g.Expect(getPodSet(g, ps).Status.LastCompletedRevision).To(Equal(good))
+
+	rollbacks := func() float64 { return testutil.ToFloat64(metrics.Rollbacks.WithLabelValues("RestartLimit")) }
+	rollbacksBefore := rollbacks()
+	bounds := watchBounds(ctx, t, ns, ps.Name)
+	setImage(g, ps, "registry.example.com/web:2")
+	var failed string
+	g.Eventually(func(g Gomega) {
+		failed = getPodSet(g, ps).Status.UpdateRevision
+		g.Expect(failed).NotTo(Equal(good))
+	}, eventually, poll).Should(Succeed())
+	p := waitForRolledBack(g, ps, replicas, failed, good)
+	g.Expect(p.Spec.Image).To(Equal("registry.example.com/web:2"), "the operator never writes the spec")
+	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("RestartLimit"))
+	g.Expect(p.Status.AutoRollback.Message).To(ContainSubstring("restarted 3 times"))
+	g.Expect(p.Status.LastCompletedRevision).To(Equal(good))
+	maxLive, minReady := bounds()
+	t.Logf("most live pods %d (bound %d), fewest ready %d (bound %d)", maxLive, replicas+1, minReady, replicas-1)
+	g.Expect(maxLive).To(BeNumerically("<=", replicas+1), "more than replicas + maxSurge live pods")
+	g.Expect(minReady).To(BeNumerically(">=", replicas-1), "fewer than replicas - maxUnavailable ready pods")
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRolledBack))
+	g.Expect(rollbacks()-rollbacksBefore).To(Equal(1.0), "one rollback counted")
+
+	// A re-apply of the failed template (a GitOps resync that changes
+	// nothing else) keeps the pods where they are.
+	patchSpec(g, ps, `{"metadata":{"annotations":{"resynced":"1"}},"spec":{"image":"registry.example.com/web:2"}}`)
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.UpdatedReplicas).To(BeZero())
+	}, "2s", poll).Should(Succeed())
+	g.Expect(rollbacks()-rollbacksBefore).To(Equal(1.0), "still one rollback")
+
+	// A new template starts a new rollout, which completes.
+	setImage(g, ps, "registry.example.com/web:3")
+	waitForRolledOut(g, ps, replicas)
+	st := getPodSet(g, ps).Status
+	g.Expect(st.AutoRollback).To(BeNil())
+	g.Expect(st.LastCompletedRevision).To(Equal(st.UpdateRevision))
+	g.Expect(st.LastCompletedRevision).NotTo(Or(Equal(good), Equal(failed)))
+	g.Expect(revisionNames(g, ps)).To(ContainElements(good, failed))
+}
+
+func TestIntegrationAutoRollbackWithoutACompletedRevisionOnlyReports(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	var kubelet crashingImages
+	kubelet.crashFromNow("registry.example.com/web:1")
+	ps := autoRollbackPodSet(t, ns, "new", 2)
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonRolloutFailed))
+		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(ContainSubstring("none to roll back to"))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
+		g.Expect(st.AutoRollback).To(BeNil())
+		g.Expect(st.LastCompletedRevision).To(BeEmpty())
+		expectFailedToPipelines(g, ps)
+	}, eventually, poll).Should(Succeed())
+	g.Expect(listLivePods(g, ps)).To(HaveLen(2))
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRolloutFailed))
+}
+
+func TestIntegrationAutoRollbackStopsWhenTheLastGoodRevisionFailsToo(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps := autoRollbackPodSet(t, ns, "broken", replicas)
+	var kubelet crashingImages
+	kubelet.crashFromNow("registry.example.com/web:2")
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+
+	// What web:1 needs is gone now (a deleted Secret, say): its pods that
+	// run already keep running, its new ones crash.
+	time.Sleep(time.Second)
+	kubelet.crashFromNow("registry.example.com/web:1")
+	setImage(g, ps, "registry.example.com/web:2")
+	var st appv1alpha1.PodSetStatus
+	g.Eventually(func(g Gomega) {
+		st = getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.Stopped).To(BeTrue())
+		g.Expect(st.AutoRollback.Revision).To(Equal(good))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonRollbackStopped))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
+		expectFailedToPipelines(g, ps)
+	}, eventually, poll).Should(Succeed())
+	g.Expect(st.AutoRollback.Message).To(ContainSubstring("then revision " + good + " failed too"))
+
+	// Stopped: no pod is replaced any more, whatever its revision.
+	names := func(g Gomega) []string {
+		var out []string
+		for _, pod := range listLivePods(g, ps) {
+			out = append(out, pod.Name)
+		}
+		return out
+	}
+	before := names(g)
+	g.Expect(before).To(HaveLen(replicas))
+	g.Consistently(names, "3s", poll).Should(ConsistOf(before))
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRollbackStopped))
+	var crashing int
+	for _, pod := range listLivePods(g, ps) {
+		if !operand.IsReady(&pod) {
+			crashing++
+		}
+	}
+	t.Logf("stopped with %d of %d pods not ready: %s", crashing, replicas, strings.Join(before, ", "))
+}
