@@ -42,11 +42,17 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	cfg := autoRollbackOf(ps)
 	if cfg == nil {
-		s.record.failureWatch = failureWatch{}
+		s.record.failureWatch, s.record.rollback = failureWatch{}, nil
 		return nil
 	}
 	now := time.Now()
 	prev := ps.Status.AutoRollback
+	if prev == nil && s.record.rollback != nil && s.record.rollback.FailedRevision == rs.update.Name {
+		// Decided by an earlier reconcile whose status write failed: its
+		// scaling step may have replaced the failed pods already, and
+		// judging afresh would roll forward to them again.
+		prev = s.record.rollback
+	}
 	o := retreat.Observed{
 		Enabled:               true,
 		Paused:                ps.Spec.UpdateStrategy.RollingUpdate.Paused,
@@ -82,6 +88,7 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	d := retreat.Decide(o)
 	s.rollback = rollbackReport(d, prev, now)
+	s.record.rollback = s.rollback.Status
 	switch d.Action {
 	case retreat.Retreat, retreat.Hold, retreat.Stop:
 		target := revisionNamed(rs.all, o.LastCompletedRevision)

@@ -71,6 +71,9 @@ type podSetRecord struct {
 	// failureWatch is what auto-rollback remembers of the containers of
 	// the revision on trial (auto_rollback.go).
 	failureWatch failureWatch
+	// rollback is the rollback auto-rollback decided last, for a reconcile
+	// that reads a status without it (its write failed).
+	rollback *appv1alpha1.AutoRollbackStatus
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

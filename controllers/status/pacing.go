@@ -43,7 +43,11 @@ func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, ou
 	return settled || outcome.Err != nil || replicaFailureFlips(current, computed) ||
 		DeadlineJustExceeded(current, computed) ||
 		(current.UpdateRevision != "" && computed.UpdateRevision != current.UpdateRevision) ||
-		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount)
+		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount) ||
+		// What auto-rollback decides and returns to: a later reconcile,
+		// or another replica, must act on it.
+		!equality.Semantic.DeepEqual(computed.AutoRollback, current.AutoRollback) ||
+		computed.LastCompletedRevision != current.LastCompletedRevision
 }
 
 // DeadlineJustExceeded reports whether the computed status is the one that
