@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,12 +55,15 @@ var (
 	descStatusCondition = prometheus.NewDesc("podset_status_condition",
 		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure, Reconciling, Stalled): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
 		[]string{"condition", "namespace", "podset", "status"}, nil)
+	descStatusAutoRollback = prometheus.NewDesc("podset_status_auto_rollback",
+		"1 while auto-rollback keeps a PodSet's pods on its last completed revision after a rollout failed (status.autoRollback), labelled with the trigger and whether it stopped (the revision returned to failed too); absent otherwise.",
+		[]string{"namespace", "podset", "stopped", "trigger"}, nil)
 )
 
 // podSetStateDescs are the per-PodSet metrics, in documentation order.
 var podSetStateDescs = []*prometheus.Desc{
 	descSpecReplicas, descStatusReplicas, descStatusReadyReplicas, descStatusAvailableReplicas,
-	descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition,
+	descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition, descStatusAutoRollback,
 }
 
 // What the controller does.
@@ -183,6 +187,11 @@ func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descStatusCondition, prometheus.GaugeValue, 1, t, ps.Namespace, ps.Name, strings.ToLower(string(status)))
 		}
 	}
+	for _, ps := range podSets {
+		if rb := ps.Status.AutoRollback; rb != nil {
+			ch <- prometheus.MustNewConstMetric(descStatusAutoRollback, prometheus.GaugeValue, 1, ps.Namespace, ps.Name, strconv.FormatBool(rb.Stopped), rb.Trigger)
+		}
+	}
 }
 
 // podSetConditionTypes are the conditions reported for every PodSet, set or
@@ -209,7 +218,11 @@ func Docs() ([]Doc, error) {
 	reg := prometheus.NewPedanticRegistry()
 	sample := NewPodSetCollector()
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
-	if err := store.Add(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}); err != nil {
+	// Rolled back, so that the series that only such a PodSet has are
+	// gathered too.
+	rolledBack := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}
+	rolledBack.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{Trigger: "RestartLimit"}
+	if err := store.Add(rolledBack); err != nil {
 		return nil, err
 	}
 	sample.AddStore(store)

@@ -96,6 +96,7 @@ func TestRealNode(t *testing.T) {
 		{"InPlaceResizeRestartsNothing", testRealInPlaceResize},
 		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
+		{"AutoRollbackReturnsToTheLastGoodRevision", testRealAutoRollback},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)
