@@ -269,3 +269,98 @@ func TestIntegrationAutoRollbackStopsWhenTheLastGoodRevisionFailsToo(t *testing.
 	}
 	t.Logf("stopped with %d of %d pods not ready: %s", crashing, replicas, strings.Join(before, ", "))
 }
+
+// A partition at half: only the pods the rollout updated go back; those
+// the partition kept on the last good revision stay, the same pods.
+func TestIntegrationAutoRollbackUnderAPartitionReturnsOnlyTheUpdatedPods(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 4
+	ps := autoRollbackPodSet(t, ns, "half", replicas)
+	var kubelet crashingImages
+	kubelet.crashFromNow("registry.example.com/web:2")
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+	before := map[string]bool{}
+	for _, pod := range listLivePods(g, ps) {
+		before[string(pod.UID)] = true
+	}
+
+	patchSpec(g, ps, `{"spec":{"image":"registry.example.com/web:2","updateStrategy":{"rollingUpdate":{"partition":2}}}}`)
+	failed := ""
+	g.Eventually(func(g Gomega) {
+		failed = getPodSet(g, ps).Status.UpdateRevision
+		g.Expect(failed).NotTo(Equal(good))
+	}, eventually, poll).Should(Succeed())
+	waitForRolledBack(g, ps, replicas, failed, good)
+	kept := 0
+	for _, pod := range listLivePods(g, ps) {
+		if before[string(pod.UID)] {
+			kept++
+		}
+	}
+	// The rollout updates at most two pods (it may fail after the
+	// first), each replacing a good one; the rollback replaces only those.
+	g.Expect(kept).To(BeNumerically(">=", 2), "the partition's two pods are kept")
+	g.Expect(kept).To(BeNumerically("<", replicas), "no pod was updated")
+}
+
+// Paused, the clock stops: a rollout paused with pods that never turn
+// Ready is not failed by the progress deadline; resumed, it is.
+func TestIntegrationAutoRollbackWaitsWhilePaused(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 2
+	ps := createPodSet(t, ns, "paused", replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](2)
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			AutoRollback: &appv1alpha1.AutoRollback{},
+		}
+	})
+	// web:2 pods run but never turn Ready: only the deadline can fail them.
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, func(pod *corev1.Pod) (corev1.PodStatus, bool) {
+		if pod.Spec.Containers[0].Image != "registry.example.com/web:2" {
+			return readyStatus(pod)
+		}
+		if pod.Status.Phase == corev1.PodRunning {
+			return corev1.PodStatus{}, false
+		}
+		st := *pod.Status.DeepCopy()
+		st.Phase = corev1.PodRunning
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		st.ContainerStatuses = []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image}}
+		return st, true
+	})
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+
+	setImage(g, ps, "registry.example.com/web:2")
+	g.Eventually(func(g Gomega) int {
+		n := 0
+		for _, pod := range listLivePods(g, ps) {
+			if pod.Spec.Containers[0].Image == "registry.example.com/web:2" {
+				n++
+			}
+		}
+		return n
+	}, eventually, poll).Should(Equal(1), "the surge pod")
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}`)
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).To(BeNil())
+	}, "5s", poll).Should(Succeed(), "paused past the deadline")
+	g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonPaused))
+
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":false}}}}`)
+	p := waitForRolledBack(g, ps, replicas, getPodSet(g, ps).Status.UpdateRevision, good)
+	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("ProgressDeadlineExceeded"))
+}
