@@ -34,6 +34,11 @@ const (
 // with the usual arithmetic, within maxSurge and maxUnavailable, and the
 // status still names the spec's revision as the update revision: the spec,
 // which the operator never writes, asks for it.
+//
+// What it decided is kept in status.autoRollback, and read back from there
+// rather than judged again: the pods that showed the failure are gone once
+// the rollback replaced them, and a judgment made afresh would roll
+// forward to the failed revision again.
 func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) error {
 	ps, rs := s.podSet, &s.revisions
 	rs.spec, rs.specHash = rs.update, rs.updateHash
@@ -47,11 +52,27 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	now := time.Now()
 	prev := ps.Status.AutoRollback
-	if prev == nil && s.record.rollback != nil && s.record.rollback.FailedRevision == rs.update.Name {
-		// Decided by an earlier reconcile whose status write failed: its
-		// scaling step may have replaced the failed pods already, and
-		// judging afresh would roll forward to them again.
+	if prev == nil && s.record.rollback != nil {
+		// Decided by an earlier reconcile whose status write failed.
 		prev = s.record.rollback
+	}
+	if prev != nil && prev.FailedRevision != rs.update.Name && prev.Revision == "" {
+		// A failure with nothing to return to belongs to its revision.
+		prev = nil
+	}
+	defer func() { s.record.rollback = s.rollback.Status }()
+	th := retreat.Thresholds{
+		RestartLimit: ptr.Deref(cfg.RestartLimit, DefaultRollbackRestartLimit),
+		WaitingGrace: time.Duration(ptr.Deref(cfg.FailureGracePeriodSeconds, DefaultRollbackFailureGracePeriodSeconds)) * time.Second,
+	}
+	if prev != nil && prev.Revision == "" {
+		// The update revision failed with no completed revision to
+		// return to: reported until it completes after all (what it
+		// waited for appeared) or the spec asks for another.
+		if !rolloutComplete(ps, rs, rs.update, s.pods, now) {
+			s.rollback.Status = prev.DeepCopy()
+		}
+		return nil
 	}
 	o := retreat.Observed{
 		Enabled:               true,
@@ -60,35 +81,33 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		LastCompletedRevision: ps.Status.LastCompletedRevision,
 		DeadlineExceeded:      deadlineExceeded(ps, rs.update.Name),
 	}
-	// The revision under test: the spec's, or while rolled back the one
+	// The revision on trial: the spec's, or while rolled back the one
 	// returned to, whose pods can fail too.
-	tested, testedHash, since := rs.update, rs.updateHash, time.Time{}
-	if prev != nil && prev.FailedRevision == rs.update.Name {
+	tested, since := rs.update, time.Time{}
+	if prev != nil {
 		o.RetreatedFrom, o.RetreatedAt, o.Stopped = prev.FailedRevision, prev.Time.Time, prev.Stopped
 		o.LastCompletedRevision = prev.Revision
-		if target := revisionNamed(rs.all, prev.Revision); target != nil {
-			tested, testedHash = target, revisionHash(target)
+		if target := revisionNamed(rs.all, prev.Revision); target != nil && prev.FailedRevision == rs.update.Name {
+			tested = target
 			// Pods of that revision older than the rollback ran it
 			// before: only those it made are on trial.
 			since = prev.Time.Time
 		}
 		// The deadline is the failed revision's, already acted upon.
 		o.DeadlineExceeded = false
+		o.RetreatComplete = prev.Complete || (tested != rs.update && rolloutComplete(ps, rs, tested, s.pods, now))
+	} else {
+		o.Complete = rolloutComplete(ps, rs, rs.update, s.pods, now)
 	}
-	th := retreat.Thresholds{
-		RestartLimit: ptr.Deref(cfg.RestartLimit, DefaultRollbackRestartLimit),
-		WaitingGrace: time.Duration(ptr.Deref(cfg.FailureGracePeriodSeconds, DefaultRollbackFailureGracePeriodSeconds)) * time.Second,
-	}
-	if f, failed := retreat.Classify(s.record.failureWatch.observe(testedHash, s.pods, since, now), th, now); failed {
-		o.Failure = &f
-	}
-	if o.RetreatedFrom != "" && tested != rs.update {
-		// Whether every pod already runs the revision returned to.
-		o.RetreatComplete = retreatComplete(ps, rs, tested, s.pods, now)
+	if !o.Complete && !o.RetreatComplete {
+		pods, graceEndsIn := s.record.failureWatch.observe(revisionHash(tested), s.pods, since, th.WaitingGrace, now)
+		if f, failed := retreat.Classify(pods, th, now); failed {
+			o.Failure = &f
+		}
+		s.rollbackCheckIn = graceEndsIn
 	}
 	d := retreat.Decide(o)
-	s.rollback = rollbackReport(d, prev, now)
-	s.record.rollback = s.rollback.Status
+	s.rollback = rollbackReport(d, prev, o.RetreatComplete, now)
 	switch d.Action {
 	case retreat.Retreat, retreat.Hold, retreat.Stop:
 		target := revisionNamed(rs.all, o.LastCompletedRevision)
@@ -99,7 +118,7 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		if !ok {
 			// The revision to return to is gone (deleted by hand): the
 			// failure is all there is to say.
-			s.rollback = status.Rollback{Failed: d.Failure.Detail, Trigger: string(d.Failure.Trigger), Revision: rs.update.Name}
+			s.rollback.Status.Revision = ""
 			return nil
 		}
 		rs.update, rs.updateTemplate, rs.updateHash = target, tmpl, revisionHash(target)
@@ -109,19 +128,20 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	return nil
 }
 
-// rollbackReport is what the status says of decision d, given the
-// rollback the status reported before (prev).
-func rollbackReport(d retreat.Decision, prev *appv1alpha1.AutoRollbackStatus, now time.Time) status.Rollback {
+// rollbackReport is status.autoRollback after decision d, given what it
+// was before (prev) and whether the pods are all back on the revision
+// returned to (complete).
+func rollbackReport(d retreat.Decision, prev *appv1alpha1.AutoRollbackStatus, complete bool, now time.Time) status.Rollback {
 	switch d.Action {
-	case retreat.Report:
-		return status.Rollback{Failed: d.Failure.Detail, Trigger: string(d.Failure.Trigger), Revision: d.Failed}
-	case retreat.Retreat:
+	case retreat.Report, retreat.Retreat:
 		return status.Rollback{Status: &appv1alpha1.AutoRollbackStatus{
 			FailedRevision: d.Failed, Revision: d.Target, Trigger: string(d.Failure.Trigger),
 			Message: status.Truncate(d.Failure.Detail, maxEventNote), Time: metav1.NewTime(now),
 		}}
 	case retreat.Hold:
-		return status.Rollback{Status: prev.DeepCopy()}
+		st := prev.DeepCopy()
+		st.Complete = st.Complete || complete
+		return status.Rollback{Status: st}
 	case retreat.Stop:
 		st := prev.DeepCopy()
 		if !st.Stopped {
@@ -162,85 +182,102 @@ func revisionNamed(all []*appsv1.ControllerRevision, name string) *appsv1.Contro
 	return nil
 }
 
-// retreatComplete reports whether the rollout to target (the revision
-// returned to) has nothing left to do.
-func retreatComplete(ps *appv1alpha1.PodSet, rs *revisionState, target *appsv1.ControllerRevision, pods []*corev1.Pod, now time.Time) bool {
+// rolloutComplete reports whether the rollout to target has nothing left
+// to do: every pod it wants runs target, available (rollout.Complete).
+// For a revision other than the spec's (the one a rollback returns to),
+// partition does not apply.
+func rolloutComplete(ps *appv1alpha1.PodSet, rs *revisionState, target *appsv1.ControllerRevision, pods []*corev1.Pod, now time.Time) bool {
 	tmpl, ok := rs.template(revisionHash(target))
+	if target == rs.update {
+		tmpl, ok = rs.updateTemplate, true
+	}
 	if !ok {
 		return false
 	}
-	back := *rs
-	back.rollingBack = true
-	back.update, back.updateTemplate, back.updateHash = target, tmpl, revisionHash(target)
-	back.current, back.currentTemplate, back.currentHash = target, tmpl, revisionHash(target)
-	in, _, err := rolloutInput(ps, &back, pods, now)
+	to := *rs
+	to.rollingBack = target != rs.update
+	to.update, to.updateTemplate, to.updateHash = target, tmpl, revisionHash(target)
+	if to.rollingBack {
+		to.current, to.currentTemplate, to.currentHash = target, tmpl, revisionHash(target)
+	}
+	in, _, err := rolloutInput(ps, &to, pods, now)
 	return err == nil && rollout.Complete(in)
 }
 
 // failureWatch is, in a PodSet's record, what the pod cache cannot tell of
-// the containers of the revision on trial: since when each has waited in
-// its current reason, and, for a pod updated in place, how many restarts
-// it had once it ran the revision (those before are not the revision's).
-// It starts afresh when the revision on trial changes.
+// the containers of the revision on trial: since when each has waited in a
+// reason of each trigger (first seen; the kubelet alternates ErrImagePull
+// and ImagePullBackOff, and a crash loop runs between its back-offs), and,
+// for a pod updated in place, how many of its restarts are not the
+// revision's. It starts afresh when the revision on trial changes.
 type failureWatch struct {
 	hash string
 	pods map[types.UID]map[string]watchedContainer
 }
 
 type watchedContainer struct {
-	reason      string
-	since       time.Time
+	since       map[retreat.Trigger]time.Time
 	restartBase int32
 }
 
 // observe returns the classifier's view at now of the live pods of
-// revision hash made at or after since, and forgets the pods no longer
-// among them.
-func (w *failureWatch) observe(hash string, pods []*corev1.Pod, since, now time.Time) []retreat.Pod {
+// revision hash made at or after since (or updated to it in place), and
+// how long until the first of their waits reaches grace (0 when none
+// will); it forgets the pods no longer among them.
+func (w *failureWatch) observe(hash string, pods []*corev1.Pod, since time.Time, grace time.Duration, now time.Time) ([]retreat.Pod, time.Duration) {
 	if w.hash != hash {
 		*w = failureWatch{hash: hash}
 	}
 	seen := make(map[types.UID]map[string]watchedContainer, len(w.pods))
 	var out []retreat.Pod
+	var next time.Duration
 	for _, pod := range pods {
 		if !operand.IsLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != hash {
 			continue
 		}
-		st, updatedInPlace := inplace.StateOf(pod)
-		updatedInPlace = updatedInPlace && st.Revision == hash
-		if updatedInPlace && inplace.Pending(pod) {
-			// Not running the revision yet.
-			continue
-		}
-		if !updatedInPlace && pod.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+		st, inPlace := inplace.StateOf(pod)
+		inPlace = inPlace && st.Revision == hash
+		if !inPlace && pod.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
 			continue
 		}
 		before := w.pods[pod.UID]
-		now := now
 		containers := make(map[string]watchedContainer, len(pod.Status.ContainerStatuses))
 		p := retreat.Pod{Name: pod.Name}
-		for _, cs := range pod.Status.ContainerStatuses {
+		for i := range pod.Status.ContainerStatuses {
+			cs := &pod.Status.ContainerStatuses[i]
 			c, known := before[cs.Name]
-			if !known && updatedInPlace {
-				c.restartBase = cs.RestartCount
+			if !known {
+				c.since = map[retreat.Trigger]time.Time{}
+				if inPlace {
+					c.restartBase = st.RestartsBefore(cs)
+					if !since.IsZero() {
+						// On trial since a rollback: the pod may have
+						// been updated to the revision long before, and
+						// restarted since; count from now at the least.
+						c.restartBase = max(c.restartBase, cs.RestartCount)
+					}
+				}
 			}
-			reason := ""
+			rc := retreat.Container{Name: cs.Name, RestartsSinceRevision: max(0, cs.RestartCount-c.restartBase)}
 			if cs.State.Waiting != nil {
-				reason = cs.State.Waiting.Reason
-			}
-			if reason != c.reason || c.since.IsZero() {
-				c.reason, c.since = reason, now
+				if trigger, ok := retreat.WaitingTrigger(cs.State.Waiting.Reason); ok {
+					first, ok := c.since[trigger]
+					if !ok {
+						first = now
+						c.since[trigger] = now
+					}
+					rc.WaitingReason, rc.WaitingSince = cs.State.Waiting.Reason, first
+					if left := first.Add(grace).Sub(now); left > 0 && (next == 0 || left < next) {
+						next = left
+					}
+				}
 			}
 			containers[cs.Name] = c
-			rc := retreat.Container{Name: cs.Name, RestartsSinceRevision: cs.RestartCount - c.restartBase}
-			if reason != "" {
-				rc.WaitingReason, rc.WaitingSince = reason, c.since
-			}
 			p.Containers = append(p.Containers, rc)
 		}
 		seen[pod.UID] = containers
 		out = append(out, p)
 	}
 	w.pods = seen
-	return out
+	return out, next
 }

@@ -210,12 +210,23 @@ func TestIntegrationAutoRollbackWithoutACompletedRevisionOnlyReports(t *testing.
 		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonRolloutFailed))
 		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(ContainSubstring("none to roll back to"))
 		g.Expect(conditionStatus(st, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
-		g.Expect(st.AutoRollback).To(BeNil())
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.FailedRevision).To(Equal(st.UpdateRevision))
+		g.Expect(st.AutoRollback.Revision).To(BeEmpty(), "nothing to return to")
 		g.Expect(st.LastCompletedRevision).To(BeEmpty())
 		expectFailedToPipelines(g, ps)
 	}, eventually, poll).Should(Succeed())
 	g.Expect(listLivePods(g, ps)).To(HaveLen(2))
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRolloutFailed))
+	// It stays so (the pods crash on), and says it once.
+	g.Consistently(func(g Gomega) string { return progressingReason(getPodSet(g, ps).Status) }, "2s", poll).Should(Equal(appv1alpha1.ReasonRolloutFailed))
+	failures := 0
+	for _, r := range eventReasons(g, ns, ps.Name) {
+		if r == appv1alpha1.ReasonRolloutFailed {
+			failures++
+		}
+	}
+	g.Expect(failures).To(Equal(1))
 }
 
 func TestIntegrationAutoRollbackStopsWhenTheLastGoodRevisionFailsToo(t *testing.T) {
@@ -309,16 +320,17 @@ func TestIntegrationAutoRollbackUnderAPartitionReturnsOnlyTheUpdatedPods(t *test
 	g.Expect(kept).To(BeNumerically("<", replicas), "no pod was updated")
 }
 
-// Paused, the clock stops: a rollout paused with pods that never turn
-// Ready is not failed by the progress deadline; resumed, it is.
+// Paused, the clock stops: a paused PodSet with a pod of the new template
+// that never turns Ready (made by a scale-up, as a paused rollout makes
+// new pods from the new template) is not failed by the progress deadline;
+// resumed, the rollout is.
 func TestIntegrationAutoRollbackWaitsWhilePaused(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newTestNamespace(t, nil)
-	const replicas = 2
-	ps := createPodSet(t, ns, "paused", replicas, func(ps *appv1alpha1.PodSet) {
+	ps := createPodSet(t, ns, "paused", 2, func(ps *appv1alpha1.PodSet) {
 		ps.Spec.Image = "registry.example.com/web:1"
 		ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](2)
 		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
@@ -340,27 +352,27 @@ func TestIntegrationAutoRollbackWaitsWhilePaused(t *testing.T) {
 		st.ContainerStatuses = []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image}}
 		return st, true
 	})
-	waitForRolledOut(g, ps, replicas)
+	waitForRolledOut(g, ps, 2)
 	good := getPodSet(g, ps).Status.UpdateRevision
 
-	setImage(g, ps, "registry.example.com/web:2")
-	g.Eventually(func(g Gomega) int {
-		n := 0
+	patchSpec(g, ps, `{"spec":{"image":"registry.example.com/web:2","replicas":3,"updateStrategy":{"rollingUpdate":{"paused":true}}}}`)
+	g.Eventually(func(g Gomega) []string {
+		var images []string
 		for _, pod := range listLivePods(g, ps) {
-			if pod.Spec.Containers[0].Image == "registry.example.com/web:2" {
-				n++
-			}
+			images = append(images, pod.Spec.Containers[0].Image)
 		}
-		return n
-	}, eventually, poll).Should(Equal(1), "the surge pod")
-	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}`)
-	g.Consistently(func(g Gomega) {
-		st := getPodSet(g, ps).Status
-		g.Expect(st.AutoRollback).To(BeNil())
-	}, "5s", poll).Should(Succeed(), "paused past the deadline")
-	g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonPaused))
+		return images
+	}, eventually, poll).Should(ConsistOf("registry.example.com/web:1", "registry.example.com/web:1", "registry.example.com/web:2"))
+	paused := func(g Gomega) {
+		p := getPodSet(g, ps)
+		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(p.Status.AutoRollback).To(BeNil())
+		g.Expect(progressingReason(p.Status)).To(Equal(appv1alpha1.ReasonPaused))
+	}
+	g.Eventually(paused, eventually, poll).Should(Succeed())
+	g.Consistently(paused, "5s", poll).Should(Succeed(), "paused past the deadline")
 
 	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":false}}}}`)
-	p := waitForRolledBack(g, ps, replicas, getPodSet(g, ps).Status.UpdateRevision, good)
+	p := waitForRolledBack(g, ps, 3, getPodSet(g, ps).Status.UpdateRevision, good)
 	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("ProgressDeadlineExceeded"))
 }

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
@@ -29,11 +30,13 @@ func ofRevision(hash string) operandtest.Option {
 	return operandtest.WithLabels(map[string]string{appv1alpha1.LabelRevisionHash: hash})
 }
 
-// updatedInPlace marks the pod as updated in place to revision hash, the
-// kubelet done with it (no restart awaited).
-func updatedInPlace(hash string) operandtest.Option {
+// updatedInPlace marks the pod as updated in place to revision hash at
+// the given restart count, with a restart (a new image) that the kubelet
+// has made: the pod is no longer pending.
+func updatedInPlace(hash string, restarts int32) operandtest.Option {
 	return func(p *corev1.Pod) {
-		p.Annotations = map[string]string{appv1alpha1.AnnotationInPlaceUpdate: inplace.State{Revision: hash}.Encode()}
+		st := inplace.State{Revision: hash, Restart: true, ContainerID: "containerd://old", Restarts: ptr.To(restarts)}
+		p.Annotations = map[string]string{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
 	}
 }
 
@@ -42,47 +45,72 @@ func updatedInPlace(hash string) operandtest.Option {
 func TestFailureWatch(t *testing.T) {
 	g := NewWithT(t)
 	now := operandtest.Now
+	const grace = time.Minute
 	var w failureWatch
 
 	pods := []*corev1.Pod{
 		operandtest.Pod("new", ofRevision("b"), container(2, "")),
 		operandtest.Pod("waiting", ofRevision("b"), container(0, "ImagePullBackOff")),
-		operandtest.Pod("in-place", ofRevision("b"), updatedInPlace("b"), container(5, "")),
+		operandtest.Pod("in-place", ofRevision("b"), updatedInPlace("b", 5), container(6, "")),
 		operandtest.Pod("other", ofRevision("a"), container(9, "CrashLoopBackOff")),
 		operandtest.Pod("gone", ofRevision("b"), container(9, ""), operandtest.TerminatingSince(now)),
 	}
-	g.Expect(w.observe("b", pods, time.Time{}, now)).To(ConsistOf(
+	got, next := w.observe("b", pods, time.Time{}, grace, now)
+	g.Expect(got).To(ConsistOf(
 		// Made at the revision: all its restarts are the revision's.
 		retreat.Pod{Name: "new", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 2}}},
 		retreat.Pod{Name: "waiting", Containers: []retreat.Container{{Name: "podset", WaitingReason: "ImagePullBackOff", WaitingSince: now}}},
-		// Updated in place: the restarts before are not the revision's.
+		// Updated in place at 5 restarts, with a restart: the one since
+		// is the update's own.
 		retreat.Pod{Name: "in-place", Containers: []retreat.Container{{Name: "podset"}}},
 	))
+	g.Expect(next).To(Equal(grace), "the wait reaches its grace period in a minute")
 
-	// A minute later: the wait goes on from when it was first seen, the
-	// in-place pod's new restarts count.
-	later := now.Add(time.Minute)
-	pods[2] = operandtest.Pod("in-place", ofRevision("b"), updatedInPlace("b"), container(7, ""))
-	got := w.observe("b", pods, time.Time{}, later)
-	g.Expect(got).To(ContainElement(retreat.Pod{Name: "waiting", Containers: []retreat.Container{{Name: "podset", WaitingReason: "ImagePullBackOff", WaitingSince: now}}}))
-	g.Expect(got).To(ContainElement(retreat.Pod{Name: "in-place", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 2}}}))
-
-	// Another reason starts the clock again; running stops it.
+	// Half a minute later: the kubelet alternates ErrImagePull and
+	// ImagePullBackOff, one wait; the in-place pod's new restarts count.
+	later := now.Add(30 * time.Second)
 	pods[1] = operandtest.Pod("waiting", ofRevision("b"), container(0, "ErrImagePull"))
-	g.Expect(w.observe("b", pods, time.Time{}, later.Add(time.Second))).To(ContainElement(
-		retreat.Pod{Name: "waiting", Containers: []retreat.Container{{Name: "podset", WaitingReason: "ErrImagePull", WaitingSince: later.Add(time.Second)}}}))
-	pods[1] = operandtest.Pod("waiting", ofRevision("b"), container(0, ""))
-	pods[1].Status.ContainerStatuses[0].Ready = true
-	g.Expect(w.observe("b", pods, time.Time{}, later.Add(2*time.Second))).To(ContainElement(
-		retreat.Pod{Name: "waiting", Containers: []retreat.Container{{Name: "podset"}}}))
+	pods[2] = operandtest.Pod("in-place", ofRevision("b"), updatedInPlace("b", 5), container(8, ""))
+	got, next = w.observe("b", pods, time.Time{}, grace, later)
+	g.Expect(got).To(ContainElement(retreat.Pod{Name: "waiting", Containers: []retreat.Container{{Name: "podset", WaitingReason: "ErrImagePull", WaitingSince: now}}}))
+	g.Expect(got).To(ContainElement(retreat.Pod{Name: "in-place", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 2}}}))
+	g.Expect(next).To(Equal(30 * time.Second))
+
+	// A crash loop runs between its back-offs: the wait goes on from
+	// when it was first seen.
+	pods[0] = operandtest.Pod("new", ofRevision("b"), container(3, "CrashLoopBackOff"))
+	w.observe("b", pods, time.Time{}, grace, later)
+	pods[0] = operandtest.Pod("new", ofRevision("b"), container(3, ""))
+	w.observe("b", pods, time.Time{}, grace, later.Add(5*time.Second))
+	pods[0] = operandtest.Pod("new", ofRevision("b"), container(4, "CrashLoopBackOff"))
+	got, _ = w.observe("b", pods, time.Time{}, grace, later.Add(20*time.Second))
+	g.Expect(got).To(ContainElement(retreat.Pod{Name: "new", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 4, WaitingReason: "CrashLoopBackOff", WaitingSince: later}}}))
 
 	// Pods made before since are not on trial (the pods a rollback
-	// returns to that ran the revision before it).
-	g.Expect(w.observe("b", pods, now.Add(-30*time.Minute), later)).To(ConsistOf(
-		retreat.Pod{Name: "in-place", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 2}}}))
+	// returns to that ran the revision before it); those updated in
+	// place to it are.
+	got, _ = w.observe("b", pods, now.Add(-30*time.Minute), grace, later)
+	g.Expect(got).To(ConsistOf(retreat.Pod{Name: "in-place", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 2}}}))
 
 	// Another revision on trial starts afresh.
-	g.Expect(w.observe("a", pods, time.Time{}, later)).To(ConsistOf(
+	got, _ = w.observe("a", pods, time.Time{}, grace, later)
+	g.Expect(got).To(ConsistOf(
 		retreat.Pod{Name: "other", Containers: []retreat.Container{{Name: "podset", RestartsSinceRevision: 9, WaitingReason: "CrashLoopBackOff", WaitingSince: later}}}))
 	g.Expect(w.pods).To(HaveLen(1), "pods no longer on trial are forgotten")
+}
+
+// TestInPlaceRestartsBefore: the restarts of a pod updated in place that
+// are not its new revision's.
+func TestInPlaceRestartsBefore(t *testing.T) {
+	g := NewWithT(t)
+	cs := func(restarts int32, id string) *corev1.ContainerStatus {
+		return &corev1.ContainerStatus{Name: "podset", RestartCount: restarts, ContainerID: id}
+	}
+	five := ptr.To[int32](5)
+	// Recorded at the update: those, plus the update's own restart.
+	g.Expect(inplace.State{Restart: true, Restarts: five}.RestartsBefore(cs(9, "new"))).To(BeEquivalentTo(6))
+	g.Expect(inplace.State{Restarts: five}.RestartsBefore(cs(9, "same"))).To(BeEquivalentTo(5), "a resize restarts nothing")
+	// A state an earlier release wrote: taken from the first look.
+	g.Expect(inplace.State{Restart: true, ContainerID: "old"}.RestartsBefore(cs(2, "old"))).To(BeEquivalentTo(3), "the update's restart is still to come")
+	g.Expect(inplace.State{Restart: true, ContainerID: "old"}.RestartsBefore(cs(3, "new"))).To(BeEquivalentTo(3), "the new container runs")
 }

@@ -71,7 +71,7 @@ func TestIntegrationInPlaceImageUpdateKeepsThePods(t *testing.T) {
 		g.Expect(cs.ContainerID).NotTo(Equal(before[pod.UID]))
 		state, ok := inplace.StateOf(&pod)
 		g.Expect(ok).To(BeTrue())
-		g.Expect(state).To(Equal(inplace.State{Revision: pod.Labels[appv1alpha1.LabelRevisionHash], Restart: true, ContainerID: before[pod.UID]}))
+		g.Expect(state).To(Equal(inplace.State{Revision: pod.Labels[appv1alpha1.LabelRevisionHash], Restart: true, ContainerID: before[pod.UID], Restarts: ptr.To[int32](0)}))
 		g.Expect(operand.InPlaceGateCondition(&pod).Status).To(Equal(corev1.ConditionTrue))
 	}
 	maxLive, minReady := bounds()

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -129,6 +130,9 @@ func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope
 func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv inPlaceMove) (time.Duration, error) {
 	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
 	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
+	if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+		st.Restarts = ptr.To(cs.RestartCount)
+	}
 	if st.Restart {
 		// The container the kubelet runs now, before any write of this
 		// update can restart it.

@@ -108,7 +108,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
-	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn, gracePeriodEndsIn)}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn, gracePeriodEndsIn, s.rollbackCheckIn)}, nil
 }
 
 // retry hands a failed reconcile to the controller's exponential backoff,
@@ -138,7 +138,8 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 // when a ready pod becomes available, when writes that were never observed
 // stop being waited for, when the progress deadline passes, or at the
 // soonest of the phases' own waits (a pod cache recheck, a paced status
-// write, the end of an in-place update's grace period).
+// write, the end of an in-place update's grace period, a failing
+// container's wait reaching auto-rollback's grace period).
 func nextWakeUp(s *podSetScope, phaseWaits ...time.Duration) time.Duration {
 	now := time.Now()
 	next := status.NextAvailabilityCheck(s.pods, operand.MinReady(s.podSet), now)

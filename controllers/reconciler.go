@@ -107,8 +107,10 @@ type podSetScope struct {
 	// outcome is what the scaling phase did, which the status reports.
 	outcome status.Outcome
 	// rollback is what auto-rollback decided, which the status reports
-	// (auto_rollback.go).
-	rollback status.Rollback
+	// (auto_rollback.go), and rollbackCheckIn when it must judge the pods
+	// again with no event to bring it (a wait reaching its grace period).
+	rollback        status.Rollback
+	rollbackCheckIn time.Duration
 }
 
 // revisionState is what one reconcile knows of the PodSet's revisions.

@@ -240,12 +240,14 @@ type RollingUpdate struct {
 	// restarts restartLimit times or waits in CrashLoopBackOff,
 	// ErrImagePull, ImagePullBackOff, InvalidImageName,
 	// CreateContainerConfigError or CreateContainerError for longer than
-	// failureGracePeriodSeconds. The rollback stays within maxSurge and
-	// maxUnavailable, and the operator never changes spec: re-applying the
-	// failed template keeps the PodSet rolled back, a new template starts a
-	// new rollout, and `kubectl podset rollout retry` tries the failed one
-	// again. Off when absent; `autoRollback: {}` turns it on with the
-	// defaults.
+	// failureGracePeriodSeconds. A rollout that completed (every pod
+	// available) is never rolled back: set minReadySeconds to at least the
+	// time a bad version takes to crash. The rollback stays within maxSurge
+	// and maxUnavailable, and the operator never changes spec: re-applying
+	// the failed template keeps the PodSet rolled back, and a new template
+	// (`kubectl podset rollout restart` makes one of the same) starts a
+	// new rollout. Off when absent; `autoRollback: {}` turns it on with
+	// the defaults.
 	// +optional
 	AutoRollback *AutoRollback `json:"autoRollback,omitempty"`
 }
@@ -405,9 +407,10 @@ type PodSetStatus struct {
 	// +optional
 	LastCompletedRevision string `json:"lastCompletedRevision,omitempty"`
 
-	// autoRollback is set while the pods are rolled back from a failed
-	// revision (spec.updateStrategy.rollingUpdate.autoRollback), and until
-	// the spec asks for another revision or the user retries this one.
+	// autoRollback is set once the rollout to the spec's revision failed
+	// (spec.updateStrategy.rollingUpdate.autoRollback): while the pods are
+	// rolled back from it, or when there was no completed revision to roll
+	// back to. It is cleared when the spec asks for another revision.
 	// +optional
 	AutoRollback *AutoRollbackStatus `json:"autoRollback,omitempty"`
 
@@ -437,8 +440,10 @@ type AutoRollbackStatus struct {
 	FailedRevision string `json:"failedRevision"`
 
 	// revision is the ControllerRevision the pods are returned to: the
-	// last one that completed.
-	Revision string `json:"revision"`
+	// last one that completed. Empty when none had completed (a new
+	// PodSet whose first template fails): the pods are left as they are.
+	// +optional
+	Revision string `json:"revision,omitempty"`
 
 	// trigger is what made failedRevision fail: ProgressDeadlineExceeded,
 	// RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName or
@@ -452,9 +457,15 @@ type AutoRollbackStatus struct {
 	// time is when the operator decided to roll back.
 	Time metav1.Time `json:"time"`
 
+	// complete is set once every pod runs revision, available: the
+	// rollback is done, and a pod of revision that fails from then on is
+	// no failure of it.
+	// +optional
+	Complete bool `json:"complete,omitempty"`
+
 	// stopped is set when revision failed as well while the pods were
 	// returned to it: the operator then leaves the pods as they are until
-	// the spec asks for another revision or the user retries.
+	// the spec asks for another revision.
 	// +optional
 	Stopped bool `json:"stopped,omitempty"`
 }

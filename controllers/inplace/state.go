@@ -26,6 +26,32 @@ type State struct {
 	// Resize: the container's cpu and memory are awaited at Resources.
 	Resize    bool                         `json:"resize,omitempty"`
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Restarts is the container's restart count when the update was
+	// made: the restarts since the pod took the revision are counted
+	// from it (plus the update's own restart, with Restart). Absent in
+	// the states that earlier releases wrote.
+	Restarts *int32 `json:"restarts,omitempty"`
+}
+
+// RestartsBefore is how many of the container's restarts (status cs) are
+// not the revision's: those before the update, and the update's own. For
+// a state without Restarts, the count is taken from cs: the update's own
+// restart is still to come while cs shows the container from before it.
+func (st State) RestartsBefore(cs *corev1.ContainerStatus) int32 {
+	own := int32(0)
+	if st.Restart {
+		own = 1
+	}
+	switch {
+	case st.Restarts != nil:
+		return *st.Restarts + own
+	case cs == nil:
+		return 0
+	case st.Restart && cs.ContainerID == st.ContainerID:
+		return cs.RestartCount + own
+	default:
+		return cs.RestartCount
+	}
 }
 
 // StateOf reads the state of pod's in-place update, if it has one.

@@ -188,7 +188,7 @@ func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, ps := range podSets {
-		if rb := ps.Status.AutoRollback; rb != nil {
+		if rb := ps.Status.AutoRollback; rb != nil && rb.Revision != "" {
 			ch <- prometheus.MustNewConstMetric(descStatusAutoRollback, prometheus.GaugeValue, 1, ps.Namespace, ps.Name, strconv.FormatBool(rb.Stopped), rb.Trigger)
 		}
 	}
@@ -221,7 +221,7 @@ func Docs() ([]Doc, error) {
 	// Rolled back, so that the series that only such a PodSet has are
 	// gathered too.
 	rolledBack := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}
-	rolledBack.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{Trigger: "RestartLimit"}
+	rolledBack.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{Revision: "sample-1", Trigger: "RestartLimit"}
 	if err := store.Add(rolledBack); err != nil {
 		return nil, err
 	}

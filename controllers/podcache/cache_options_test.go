@@ -214,7 +214,7 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 // shared string for all pods.
 func TestCachedPodsKeepTheReasonTheirContainersWait(t *testing.T) {
 	g := NewWithT(t)
-	pod := newPodFromSpec(unitPodSet(1), testOperandImage)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{appv1alpha1.LabelRevisionHash: "abc"}}}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
 		{Name: "a", RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}}},
 		{Name: "b", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "SomethingNew"}}},

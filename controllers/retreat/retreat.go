@@ -70,6 +70,13 @@ var waitingTriggers = map[string]Trigger{
 	"CreateContainerError":       CreateContainerFailure,
 }
 
+// WaitingTrigger is the trigger a container's waiting reason counts
+// for, if it counts for one.
+func WaitingTrigger(reason string) (Trigger, bool) {
+	t, ok := waitingTriggers[reason]
+	return t, ok
+}
+
 // Thresholds are the PodSet's limits for the failure of one pod.
 type Thresholds struct {
 	// RestartLimit is how many restarts of one container since its pod
@@ -92,7 +99,8 @@ type Container struct {
 	// when it is not waiting.
 	WaitingReason string
 	// WaitingSince is when the reconciler first saw the container waiting
-	// with WaitingReason.
+	// in a reason of the same trigger as WaitingReason (ErrImagePull and
+	// ImagePullBackOff, which the kubelet alternates, are one).
 	WaitingSince time.Time
 }
 
@@ -160,9 +168,10 @@ type Observed struct {
 	// Stopped: the PodSet stopped, its last good revision having failed
 	// during the retreat from RetreatedFrom (status).
 	Stopped bool
-	// RetryRevision is the revision the user asked to try again
-	// (`kubectl podset rollout retry`), and RetryRequestedAt when; empty
-	// when none. Only a request made after the retreat counts, so that a
+	// RetryRevision is a revision the user asked to try again, and
+	// RetryRequestedAt when; empty when none (the reconciler has no way
+	// to ask yet: a new revision, `kubectl podset rollout restart`, is
+	// how to try again). Only a request made after the retreat counts, so that a
 	// request that is never cleared cannot start a loop of retreats.
 	RetryRevision    string
 	RetryRequestedAt time.Time
@@ -170,6 +179,11 @@ type Observed struct {
 	// revision, or while retreated the last good one) made no progress for
 	// spec.progressDeadlineSeconds.
 	DeadlineExceeded bool
+	// Complete: the rollout to the update revision has nothing left to
+	// do (every pod it wants runs the revision, available; under a
+	// partition, the partition's share). A rollout that completed has not
+	// failed: its pods failing later are not its failure.
+	Complete bool
 	// Failure is Classify's answer for the pods of the revision under
 	// test, nil when none failed.
 	Failure *Failure
@@ -235,7 +249,7 @@ func Decide(o Observed) Decision {
 	// Only a rollout in progress can fail: not a paused one, and not a
 	// PodSet whose pods already run the completed revision (a scale
 	// change, or pods that fail long after their rollout completed).
-	if o.Paused || !failed || o.UpdateRevision == o.LastCompletedRevision {
+	if o.Paused || !failed || o.Complete || o.UpdateRevision == o.LastCompletedRevision {
 		return Decision{Action: None}
 	}
 	if o.LastCompletedRevision == "" {

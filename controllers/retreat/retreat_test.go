@@ -95,6 +95,9 @@ func TestDecide(t *testing.T) {
 		// that fail now, or a scale-up that stalls, are not a failed
 		// rollout.
 		{name: "after completion, failing pods", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v2", Failure: crash}, want: Decision{Action: None}},
+		// Complete as far as the spec asks (a partition's share), or
+		// complete a moment before the status records it.
+		{name: "a completed rollout, failing pods", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", Complete: true, Failure: crash}, want: Decision{Action: None}},
 		{name: "a scale change past the deadline", o: Observed{Enabled: true, UpdateRevision: "v1", LastCompletedRevision: "v1", DeadlineExceeded: true}, want: Decision{Action: None}},
 		{
 			name: "no completed revision yet: report, do not retreat",

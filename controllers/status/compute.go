@@ -63,13 +63,9 @@ type Observed struct {
 
 // Rollback is what auto-rollback decided, as the status reports it.
 type Rollback struct {
-	// Status is the status.autoRollback to report: nil when the pods are
-	// not rolled back.
+	// Status is the status.autoRollback to report: nil when the rollout
+	// to the spec's revision has not failed.
 	Status *appv1alpha1.AutoRollbackStatus
-	// Revision, Trigger and Failed: with Status nil, the update revision
-	// that failed, what showed it, and a sentence saying how, when there
-	// was no completed revision to return to.
-	Revision, Trigger, Failed string
 }
 
 // Compute derives a PodSet's status from the pods observed for it and what
@@ -113,8 +109,12 @@ func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outc
 		deadline: progressDeadline(ps),
 		now:      now,
 	}
-	setProgressingCondition(&status, facts, ps.Generation, transition)
-	setRollbackProgress(&status, observed, in, complete, ps.Generation, transition)
+	// Set once: a condition set twice in one computation would take now
+	// as its transition time each time, and the status would never be
+	// the same twice.
+	if !setRollbackProgress(&status, observed, in, complete, ps.Generation, transition) {
+		setProgressingCondition(&status, facts, ps.Generation, transition)
+	}
 	if complete && in.Replicas > 0 && in.Updated.Available == in.Replicas && observed.TargetRevision != "" {
 		status.LastCompletedRevision = observed.TargetRevision
 	}
@@ -292,43 +292,39 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 }
 
 // setRollbackProgress makes the Progressing condition say what
-// auto-rollback did: False, since the spec's revision failed, while the
-// pods are returned to the last completed revision and after
-// (RolledBack), once that one failed too (RollbackStopped), or when
-// there was none to return to (RolloutFailed; a failure by the progress
-// deadline is already ProgressDeadlineExceeded).
-func setRollbackProgress(status *appv1alpha1.PodSetStatus, o Observed, in *rollout.Input, complete bool, generation int64, transition metav1.Time) {
+// auto-rollback did, and reports whether it did: False, since the spec's
+// revision failed, while the pods are returned to the last completed
+// revision and after (RolledBack), once that one failed too
+// (RollbackStopped), or when there was none to return to (RolloutFailed).
+func setRollbackProgress(status *appv1alpha1.PodSetStatus, o Observed, in *rollout.Input, complete bool, generation int64, transition metav1.Time) bool {
+	rb := o.Rollback.Status
+	if rb == nil {
+		return false
+	}
 	c := metav1.Condition{
 		Type:               appv1alpha1.ConditionProgressing,
 		Status:             metav1.ConditionFalse,
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,
 	}
-	switch rb := o.Rollback; {
-	case rb.Status != nil && rb.Status.Stopped:
-		c.Reason = appv1alpha1.ReasonRollbackStopped
-		c.Message = fmt.Sprintf("revision %s failed (%s: %s); the pods are left as they are until the spec changes or the rollout is retried",
-			rb.Status.FailedRevision, rb.Status.Trigger, rb.Status.Message)
-	case rb.Status != nil:
-		c.Reason = appv1alpha1.ReasonRolledBack
-		c.Message = fmt.Sprintf("revision %s failed (%s: %s); ", rb.Status.FailedRevision, rb.Status.Trigger, rb.Status.Message)
-		if complete {
-			c.Message += fmt.Sprintf("all %d pods are back on revision %s", in.Replicas, rb.Status.Revision)
-		} else {
-			back := 0
-			if in != nil {
-				back = in.Updated.Live
-			}
-			c.Message += fmt.Sprintf("rolling the pods back to revision %s: %d of %d run it", rb.Status.Revision, back, status.Replicas)
-		}
-	case rb.Failed != "" && rb.Trigger != appv1alpha1.ReasonProgressDeadlineExceeded:
+	failed := fmt.Sprintf("revision %s failed (%s: %s)", rb.FailedRevision, rb.Trigger, rb.Message)
+	switch {
+	case rb.Revision == "":
 		c.Reason = appv1alpha1.ReasonRolloutFailed
-		c.Message = fmt.Sprintf("revision %s failed (%s: %s); no revision completed before it, so there is none to roll back to", rb.Revision, rb.Trigger, rb.Failed)
+		c.Message = failed + "; no revision completed before it, so there is none to roll back to"
+	case rb.Stopped:
+		c.Reason = appv1alpha1.ReasonRollbackStopped
+		c.Message = failed + "; the pods are left as they are until the spec asks for another revision"
+	case complete || in == nil:
+		c.Reason = appv1alpha1.ReasonRolledBack
+		c.Message = failed + fmt.Sprintf("; all %d pods are back on revision %s", status.Replicas, rb.Revision)
 	default:
-		return
+		c.Reason = appv1alpha1.ReasonRolledBack
+		c.Message = failed + fmt.Sprintf("; rolling the pods back to revision %s: %d of %d run it", rb.Revision, in.Updated.Live, in.Replicas)
 	}
 	c.Message = Truncate(c.Message, maxConditionMessage)
 	meta.SetStatusCondition(&status.Conditions, c)
+	return true
 }
 
 // setReconcilingAndStalled sets the conditions kstatus reads (see
