@@ -139,6 +139,22 @@ func conditionMessage(st appv1alpha1.PodSetStatus, t string) string {
 	return ""
 }
 
+// rolledOutOnWeb1 creates a PodSet of replicas web:1 pods with
+// auto-rollback on, beside a kubelet stand-in whose web:2 containers
+// crash, and waits until web:1 is rolled out: its revision is the last
+// completed one.
+func rolledOutOnWeb1(ctx context.Context, t *testing.T, g Gomega, ns, name string, replicas int32) (*appv1alpha1.PodSet, *crashingImages, string) {
+	t.Helper()
+	ps := autoRollbackPodSet(t, ns, name, replicas)
+	kubelet := &crashingImages{}
+	kubelet.crashFromNow("registry.example.com/web:2")
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+	g.Expect(getPodSet(g, ps).Status.LastCompletedRevision).To(Equal(good))
+	return ps, kubelet, good
+}
+
 func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -146,13 +162,7 @@ func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) 
 	defer cancel()
 	ns := newTestNamespace(t, nil)
 	const replicas = 4
-	ps := autoRollbackPodSet(t, ns, "web", replicas)
-	var kubelet crashingImages
-	kubelet.crashFromNow("registry.example.com/web:2")
-	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
-	waitForRolledOut(g, ps, replicas)
-	good := getPodSet(g, ps).Status.UpdateRevision
-	g.Expect(getPodSet(g, ps).Status.LastCompletedRevision).To(Equal(good))
+	ps, _, good := rolledOutOnWeb1(ctx, t, g, ns, "web", replicas)
 
 	rollbacks := func() float64 { return testutil.ToFloat64(metrics.Rollbacks.WithLabelValues("RestartLimit")) }
 	rollbacksBefore := rollbacks()
@@ -236,12 +246,7 @@ func TestIntegrationAutoRollbackStopsWhenTheLastGoodRevisionFailsToo(t *testing.
 	defer cancel()
 	ns := newTestNamespace(t, nil)
 	const replicas = 3
-	ps := autoRollbackPodSet(t, ns, "broken", replicas)
-	var kubelet crashingImages
-	kubelet.crashFromNow("registry.example.com/web:2")
-	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
-	waitForRolledOut(g, ps, replicas)
-	good := getPodSet(g, ps).Status.UpdateRevision
+	ps, kubelet, good := rolledOutOnWeb1(ctx, t, g, ns, "broken", replicas)
 
 	// What web:1 needs is gone now (a deleted Secret, say): its pods that
 	// run already keep running, its new ones crash.
@@ -290,12 +295,7 @@ func TestIntegrationAutoRollbackUnderAPartitionReturnsOnlyTheUpdatedPods(t *test
 	defer cancel()
 	ns := newTestNamespace(t, nil)
 	const replicas = 4
-	ps := autoRollbackPodSet(t, ns, "half", replicas)
-	var kubelet crashingImages
-	kubelet.crashFromNow("registry.example.com/web:2")
-	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
-	waitForRolledOut(g, ps, replicas)
-	good := getPodSet(g, ps).Status.UpdateRevision
+	ps, _, good := rolledOutOnWeb1(ctx, t, g, ns, "half", replicas)
 	before := map[string]bool{}
 	for _, pod := range listLivePods(g, ps) {
 		before[string(pod.UID)] = true
