@@ -13,6 +13,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/retreat"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
@@ -96,13 +97,14 @@ func slimPod(obj any) (any, error) {
 }
 
 // waitingReasons are the kubelet's reasons for a waiting container that
-// auto-rollback reads, each kept as one shared string rather than a copy
-// per pod.
+// the reconciler reads, each kept as one shared string rather than a copy
+// per pod: those auto-rollback counts as a failure (taken from retreat, so
+// that a trigger it adds is never dropped here), and the starts still under
+// way or failing once.
 var waitingReasons = map[string]string{}
 
 func init() {
-	for _, r := range []string{"ContainerCreating", "PodInitializing", "CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff",
-		"InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"} {
+	for _, r := range append(retreat.WaitingReasons(), "ContainerCreating", "PodInitializing", "RunContainerError") {
 		waitingReasons[r] = r
 	}
 }

@@ -29,6 +29,7 @@ package retreat
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -68,6 +69,12 @@ var waitingTriggers = map[string]Trigger{
 	"InvalidImageName":           InvalidImageName,
 	"CreateContainerConfigError": CreateContainerFailure,
 	"CreateContainerError":       CreateContainerFailure,
+}
+
+// WaitingReasons are the waiting reasons that count for a trigger, the
+// ones WaitingTrigger knows.
+func WaitingReasons() []string {
+	return slices.Sorted(maps.Keys(waitingTriggers))
 }
 
 // WaitingTrigger is the trigger a container's waiting reason counts
