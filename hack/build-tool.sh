@@ -110,11 +110,20 @@ fi
 started=$(date +%s)
 echo "building $tool ($(date -u +%H:%M:%S))"
 
-# No DWARF debug information from the compiler: these are tools to run,
-# never to debug (stack traces do not need it), and leaving it out takes
-# about a sixth off each compile.
-nodwarf=-gcflags=all=-dwarf=false
-export GOFLAGS="-mod=mod $nodwarf"
+export GOFLAGS=-mod=mod
+# No DWARF debug information from the compiler for the tools that pin
+# dependencies of their own: they are tools to run, never to debug (stack
+# traces do not need it), and leaving it out takes about a sixth off each
+# compile. The others (the wrapper module's, below, controller-gen, etcd)
+# keep the project's compiler flags, so that the Go build cache compiles
+# what they share with the project (the standard library, the Kubernetes
+# libraries) once.
+nodwarf=
+case "$tool" in
+  olm|catalog|cpb|operator-sdk|scorecard-test|operator-controller|catalogd|prometheus-operator|prometheus-config-reloader|prometheus|golangci-lint|kustomize|cyclonedx-gomod|grpc-health-probe)
+    nodwarf=-gcflags=all=-dwarf=false
+    GOFLAGS="$GOFLAGS $nodwarf" ;;
+esac
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/operator-framework"
 export CGO_ENABLED=${CGO_ENABLED:-0}
 
@@ -297,7 +306,7 @@ case "$tool" in
       cyclonedx-gomod) pkg=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION ;;
     esac
     flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
-    GOFLAGS="-trimpath $nodwarf" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
+    GOFLAGS="-trimpath${nodwarf:+ $nodwarf}" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
 esac
 test -x "$bin"
 echo "built $tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"
