@@ -74,8 +74,10 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		}
 		return nil
 	}
+	retry := s.retryRequest(r)
 	o := retreat.Observed{
 		Enabled:               true,
+		Retry:                 retry,
 		Paused:                ps.Spec.UpdateStrategy.RollingUpdate.Paused,
 		UpdateRevision:        rs.update.Name,
 		LastCompletedRevision: ps.Status.LastCompletedRevision,
@@ -108,6 +110,12 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	d := retreat.Decide(o)
 	s.rollback = rollbackReport(d, prev, o.RetreatComplete, now)
+	if d.Action == retreat.Retreat && retry.From == d.Failed && !now.Truncate(time.Second).After(retry.At) {
+		// A retry names the rollback it answers by its time, to the
+		// second: a new rollback of the same revision within that second
+		// takes the next one, or the same request would answer it too.
+		s.rollback.Status.Time = metav1.NewTime(retry.At.Add(time.Second))
+	}
 	switch d.Action {
 	case retreat.Retreat, retreat.Hold, retreat.Stop:
 		target := revisionNamed(rs.all, o.LastCompletedRevision)
@@ -126,6 +134,22 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		rs.rollingBack, rs.rollbackStopped = true, d.Action == retreat.Stop
 	}
 	return nil
+}
+
+// retryRequest is the rollback that the PodSet's
+// app.example.com/rollout-retry annotation asks to try again. A value
+// that does not parse asks for nothing, and is said in a Warning event.
+func (s *podSetScope) retryRequest(r *PodSetReconciler) retreat.Retry {
+	v, ok := s.podSet.Annotations[appv1alpha1.AnnotationRolloutRetry]
+	if !ok {
+		return retreat.Retry{}
+	}
+	from, at, err := appv1alpha1.ParseRolloutRetry(v)
+	if err != nil {
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, "InvalidRolloutRetry", "Rollout", "%s", eventNote(err.Error()))
+		return retreat.Retry{}
+	}
+	return retreat.Retry{From: from, At: at}
 }
 
 // rollbackReport is status.autoRollback after decision d, given what it

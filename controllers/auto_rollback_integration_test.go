@@ -8,6 +8,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,14 @@ func (c *crashingImages) crashFromNow(image string) {
 		c.images = map[string]time.Time{}
 	}
 	c.images[image] = time.Now().Truncate(time.Second)
+}
+
+// fixed makes the containers of image run in the pods created from now on
+// (an image pushed again under the same tag, say).
+func (c *crashingImages) fixed(image string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.images, image)
 }
 
 func (c *crashingImages) crashes(pod *corev1.Pod) bool {
@@ -203,6 +212,73 @@ func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) 
 	g.Expect(st.LastCompletedRevision).To(Equal(st.UpdateRevision))
 	g.Expect(st.LastCompletedRevision).NotTo(Or(Equal(good), Equal(failed)))
 	g.Expect(revisionNames(g, ps)).To(ContainElements(good, failed))
+}
+
+// completedRollback waits until the PodSet's status records its rollback
+// as complete, which a retry waits for, and returns it.
+func completedRollback(g Gomega, ps *appv1alpha1.PodSet) *appv1alpha1.AutoRollbackStatus {
+	var rb *appv1alpha1.AutoRollbackStatus
+	g.Eventually(func(g Gomega) {
+		rb = getPodSet(g, ps).Status.AutoRollback
+		g.Expect(rb).NotTo(BeNil())
+		g.Expect(rb.Complete).To(BeTrue())
+	}, eventually, poll).Should(Succeed())
+	return rb
+}
+
+// A retry (`kubectl podset rollout retry`) rolls to the failed revision
+// again, once; failing again, it is rolled back again and stays so, the
+// request having been answered; retried once what it needs is there, the
+// rollout completes.
+func TestIntegrationAutoRollbackRetry(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps, kubelet, good := rolledOutOnWeb1(ctx, t, g, ns, "web", replicas)
+	rollbacks := func() float64 { return testutil.ToFloat64(metrics.Rollbacks.WithLabelValues("RestartLimit")) }
+	rollbacksBefore := rollbacks()
+	setImage(g, ps, "registry.example.com/web:2")
+	var failed string
+	g.Eventually(func(g Gomega) {
+		failed = getPodSet(g, ps).Status.UpdateRevision
+		g.Expect(failed).NotTo(Equal(good))
+	}, eventually, poll).Should(Succeed())
+	waitForRolledBack(g, ps, replicas, failed, good)
+	first := completedRollback(g, ps)
+
+	// web:2 still crashes: the retry rolls to it, and back once more.
+	retry := func(rb *appv1alpha1.AutoRollbackStatus) {
+		patchSpec(g, ps, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, appv1alpha1.AnnotationRolloutRetry, appv1alpha1.RolloutRetryValue(rb)))
+	}
+	retry(first)
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRolloutRetried))
+	waitForRolledBack(g, ps, replicas, failed, good)
+	second := completedRollback(g, ps)
+	g.Expect(second.Time.Time).To(BeTemporally(">", first.Time.Time), "a new rollback")
+	g.Expect(rollbacks() - rollbacksBefore).To(Equal(2.0))
+	// The request named the first rollback: it does not undo the second.
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.Time).To(Equal(second.Time))
+		g.Expect(st.UpdatedReplicas).To(BeZero())
+	}, "3s", poll).Should(Succeed())
+	g.Expect(rollbacks() - rollbacksBefore).To(Equal(2.0))
+
+	// What web:2 needed is there now: retried, it completes, and becomes
+	// the last completed revision; the spec was never written.
+	kubelet.fixed("registry.example.com/web:2")
+	retry(second)
+	waitForRolledOut(g, ps, replicas)
+	p := getPodSet(g, ps)
+	g.Expect(p.Status.AutoRollback).To(BeNil())
+	g.Expect(p.Status.UpdateRevision).To(Equal(failed))
+	g.Expect(p.Status.LastCompletedRevision).To(Equal(failed))
+	g.Expect(p.Spec.Image).To(Equal("registry.example.com/web:2"))
+	g.Expect(rollbacks() - rollbacksBefore).To(Equal(2.0))
 }
 
 func TestIntegrationAutoRollbackWithoutACompletedRevisionOnlyReports(t *testing.T) {

@@ -160,6 +160,15 @@ func statusChangedPredicate() predicate.Funcs {
 	}}
 }
 
+// rolloutRetryPredicate passes PodSet updates that change the
+// app.example.com/rollout-retry annotation: a retry changes neither the
+// generation nor the status.
+func rolloutRetryPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[appv1alpha1.AnnotationRolloutRetry] != e.ObjectNew.GetAnnotations()[appv1alpha1.AnnotationRolloutRetry]
+	}}
+}
+
 // SetupWithManager registers the reconciler, its pod indexes and its watches.
 func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Expectations == nil {
@@ -196,7 +205,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		// same status and writes nothing, so there is no loop. Metadata-only
 		// updates (labels, annotations) are ignored.
 		For(&appv1alpha1.PodSet{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, statusChangedPredicate()))).
+			predicate.GenerationChangedPredicate{}, statusChangedPredicate(), rolloutRetryPredicate()))).
 		// Owns(Pod) with the expectations bookkeeping folded in; see
 		// podEventHandler.
 		Watches(&corev1.Pod{}, &podEventHandler{expectations: r.Expectations, batchPeriod: r.PodEventBatchPeriod, records: r.records}).

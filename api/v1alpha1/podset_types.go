@@ -244,9 +244,11 @@ type RollingUpdate struct {
 	// available) is never rolled back: set minReadySeconds to at least the
 	// time a bad version takes to crash. The rollback stays within maxSurge
 	// and maxUnavailable, and the operator never changes spec: re-applying
-	// the failed template keeps the PodSet rolled back, and a new template
+	// the failed template keeps the PodSet rolled back, a new template
 	// (`kubectl podset rollout restart` makes one of the same) starts a
-	// new rollout. Off when absent; `autoRollback: {}` turns it on with
+	// new rollout, and `kubectl podset rollout retry` (the annotation
+	// app.example.com/rollout-retry) tries the failed revision once more
+	// once the rollback completed or stopped. Off when absent; `autoRollback: {}` turns it on with
 	// the defaults.
 	// +optional
 	AutoRollback *AutoRollback `json:"autoRollback,omitempty"`
@@ -465,7 +467,8 @@ type AutoRollbackStatus struct {
 
 	// stopped is set when revision failed as well while the pods were
 	// returned to it: the operator then leaves the pods as they are until
-	// the spec asks for another revision.
+	// the spec asks for another revision, or a retry (the annotation
+	// app.example.com/rollout-retry) asks for failedRevision again.
 	// +optional
 	Stopped bool `json:"stopped,omitempty"`
 }

@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
 // Labels every pod of a PodSet carries. The selector is the whole set: a pod
 // belongs to a PodSet only while it carries all of them (and its controller
 // ownerReference), so editing one of them by hand releases the pod. The
@@ -99,3 +105,35 @@ const (
 	ReasonInPlaceUpdating    = "InPlaceUpdating"
 	ReasonInPlaceUpdateReady = "InPlaceUpdateReady"
 )
+
+// AnnotationRolloutRetry on a PodSet asks auto-rollback to try the revision
+// it rolled back from again (`kubectl podset rollout retry` sets it). Its
+// value names the rollback it answers, as status.autoRollback records it:
+// "<failedRevision>@<time>" (RolloutRetryValue), so that a request stays
+// answered once: when the revision fails again, the new rollback has a
+// new time and the old request no longer matches it.
+const AnnotationRolloutRetry = "app.example.com/rollout-retry"
+
+// ReasonRolloutRetried is the event's reason when a PodSet rolls to the
+// revision it had rolled back from again, as AnnotationRolloutRetry asked.
+const ReasonRolloutRetried = "RolloutRetried"
+
+// RolloutRetryValue is the value of AnnotationRolloutRetry that asks to
+// retry the rollback rb reports.
+func RolloutRetryValue(rb *AutoRollbackStatus) string {
+	return rb.FailedRevision + "@" + rb.Time.UTC().Format(time.RFC3339)
+}
+
+// ParseRolloutRetry reads a value of AnnotationRolloutRetry: the revision
+// rolled back from and the time of that rollback, to the second.
+func ParseRolloutRetry(v string) (revision string, at time.Time, err error) {
+	i := strings.LastIndexByte(v, '@')
+	if i <= 0 {
+		return "", time.Time{}, fmt.Errorf("%s: %q is not <failedRevision>@<time> (status.autoRollback's failedRevision and time)", AnnotationRolloutRetry, v)
+	}
+	at, err = time.Parse(time.RFC3339, v[i+1:])
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%s: %q: the time is not RFC 3339: %w", AnnotationRolloutRetry, v, err)
+	}
+	return v[:i], at, nil
+}

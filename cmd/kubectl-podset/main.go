@@ -1,7 +1,7 @@
 // Command kubectl-podset is a kubectl plugin: put it on PATH and run
-// `kubectl podset rollout status|history|undo|pause|resume|restart NAME`,
+// `kubectl podset rollout status|history|undo|pause|resume|restart|retry NAME`,
 // the verbs `kubectl rollout` has for Deployments, which do not work on
-// custom resources.
+// custom resources, and retry, for auto-rollback.
 package main
 
 import (

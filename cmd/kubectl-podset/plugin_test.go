@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -227,6 +228,46 @@ func TestStatusExitsNonZeroWhenTheDeadlinePassed(t *testing.T) {
 	g.Expect(out).To(Equal("podset \"web\" successfully rolled out\n"))
 }
 
+// TestRetry: `rollout retry` asks for the failed revision again only once
+// auto-rollback is done with it, naming that rollback in the annotation the
+// operator reads.
+func TestRetry(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNS(t)
+	ps := podSetWithHistory(g, ns, "example.com/web:1", "example.com/web:2")
+
+	_, err := run(ns, "rollout", "retry", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("has not been rolled back")))
+
+	ps = get(g, ps)
+	rolledBackAt := metav1.NewTime(time.Date(2026, 11, 28, 7, 1, 2, 0, time.UTC))
+	ps.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{FailedRevision: ps.Status.UpdateRevision, Trigger: "RestartLimit", Time: rolledBackAt}
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "retry", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("no completed revision to return to")))
+
+	ps = get(g, ps)
+	ps.Status.AutoRollback.Revision = "web-previous"
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "retry", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("is still rolling back")))
+	g.Expect(get(g, ps).Annotations).NotTo(HaveKey(appv1alpha1.AnnotationRolloutRetry))
+
+	ps = get(g, ps)
+	ps.Status.AutoRollback.Complete = true
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	out, err := run(ns, "rollout", "retry", "web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("podset.app.example.com/web retrying revision " + ps.Status.UpdateRevision + "\n"))
+	g.Expect(get(g, ps).Annotations).To(HaveKeyWithValue(appv1alpha1.AnnotationRolloutRetry, ps.Status.UpdateRevision+"@2026-11-28T07:01:02Z"))
+
+	ps = get(g, ps)
+	ps.Status.UpdateRevision = "web-newer"
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "retry", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("the spec asks for revision web-newer")))
+}
+
 // rolledBack makes ps's Progressing condition False, as auto-rollback
 // leaves it.
 func rolledBack(ps *appv1alpha1.PodSet) *appv1alpha1.PodSet {
@@ -265,9 +306,9 @@ func TestRolloutStatusMessages(t *testing.T) {
 			`podset "web" successfully rolled out`, true, ""},
 		{"paused", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1}, "Paused"), "", false, "is paused (1 of 4 pods updated)"},
 		{"rolled back", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRolledBack)), "", false,
-			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack): rollout failed`},
+			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack; apply a fixed template, or ` + "`kubectl podset rollout retry web`" + ` once the rollback is done): rollout failed`},
 		{"rollback stopped", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRollbackStopped)), "", false,
-			`(RollbackStopped): rollout failed`},
+			`(RollbackStopped; apply a fixed template`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -66,7 +66,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o.config.AddFlags(root.PersistentFlags())
 	rollout := &cobra.Command{
 		Use:   "rollout",
-		Short: "Manage the rollout of a PodSet: status, history, undo, pause, resume, restart",
+		Short: "Manage the rollout of a PodSet: status, history, undo, pause, resume, restart, retry",
 	}
 	rollout.AddCommand(
 		newStatusCommand(o),
@@ -75,6 +75,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newPauseCommand(o, true),
 		newPauseCommand(o, false),
 		newRestartCommand(o),
+		newRetryCommand(o),
 	)
 	root.AddCommand(rollout)
 	return root

@@ -82,7 +82,10 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	}
 	if progressing != nil && progressing.Status == metav1.ConditionFalse {
 		switch progressing.Reason {
-		case appv1alpha1.ReasonRolledBack, appv1alpha1.ReasonRollbackStopped, appv1alpha1.ReasonRolloutFailed:
+		case appv1alpha1.ReasonRolledBack, appv1alpha1.ReasonRollbackStopped:
+			return "", false, fmt.Errorf("podset %q: %s (%s; apply a fixed template, or `kubectl podset rollout retry %s` once the rollback is done): %w",
+				ps.Name, progressing.Message, progressing.Reason, ps.Name, errRolloutFailed)
+		case appv1alpha1.ReasonRolloutFailed:
 			return "", false, fmt.Errorf("podset %q: %s (%s): %w", ps.Name, progressing.Message, progressing.Reason, errRolloutFailed)
 		}
 	}

@@ -175,13 +175,8 @@ type Observed struct {
 	// Stopped: the PodSet stopped, its last good revision having failed
 	// during the retreat from RetreatedFrom (status).
 	Stopped bool
-	// RetryRevision is a revision the user asked to try again, and
-	// RetryRequestedAt when; empty when none (the reconciler has no way
-	// to ask yet: a new revision, `kubectl podset rollout restart`, is
-	// how to try again). Only a request made after the retreat counts, so that a
-	// request that is never cleared cannot start a loop of retreats.
-	RetryRevision    string
-	RetryRequestedAt time.Time
+	// Retry is the retreat the user asked to try again; zero when none.
+	Retry Retry
 	// DeadlineExceeded: the rollout to the revision under test (the update
 	// revision, or while retreated the last good one) made no progress for
 	// spec.progressDeadlineSeconds.
@@ -230,6 +225,26 @@ type Decision struct {
 	Failure Failure
 }
 
+// Retry names a retreat to try again by the revision retreated from and the
+// time of the retreat, to the second (as the status carries it). A request
+// answers that retreat only: when the revision fails again, the new retreat
+// has a new time, so a request that nobody clears cannot start a loop of
+// retreats.
+type Retry struct {
+	From string
+	At   time.Time
+}
+
+// asks reports whether the retry asks to try the retreat o reports again.
+// It counts once the retreat completed or stopped: a retreat under way
+// still has pods of the failed revision, whose failures would only end
+// the retry at once.
+func (r Retry) asks(o Observed) bool {
+	return r.From != "" && r.From == o.RetreatedFrom &&
+		r.At.Truncate(time.Second).Equal(o.RetreatedAt.Truncate(time.Second)) &&
+		(o.RetreatComplete || o.Stopped)
+}
+
 // Decide returns what auto-rollback does for what the reconciler observed.
 func Decide(o Observed) Decision {
 	if !o.Enabled {
@@ -239,8 +254,7 @@ func Decide(o Observed) Decision {
 	if o.RetreatedFrom != "" {
 		// The retreat belongs to one failed revision: a spec that asks
 		// for another, or a retry of that one, starts afresh.
-		retry := o.RetryRevision == o.UpdateRevision && o.RetryRequestedAt.After(o.RetreatedAt)
-		if o.RetreatedFrom != o.UpdateRevision || retry {
+		if o.RetreatedFrom != o.UpdateRevision || o.Retry.asks(o) {
 			return Decision{Action: Resume}
 		}
 		switch {

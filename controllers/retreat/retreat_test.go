@@ -106,11 +106,19 @@ func TestDecide(t *testing.T) {
 		},
 		{name: "retreated, the spec still asks for the failed revision (a GitOps re-apply)", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2"}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
 		{name: "retreated, then a new template", o: Observed{Enabled: true, UpdateRevision: "v3", LastCompletedRevision: "v1", RetreatedFrom: "v2"}, want: Decision{Action: Resume}},
-		{name: "retreated, then a retry of the failed revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), RetryRevision: "v2", RetryRequestedAt: at(2 * time.Minute)}, want: Decision{Action: Resume}},
+		// A retry names the retreat it answers: the revision and the time
+		// (to the second, as the status and the annotation carry it).
+		{name: "retreat complete, then a retry of it", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), RetreatComplete: true, Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: Resume}},
+		{name: "retreat complete, a retry of it read back to the second", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute + 300*time.Millisecond), RetreatComplete: true, Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: Resume}},
+		{name: "stopped, then a retry of it", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), Stopped: true, Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: Resume}},
+		// Under way, the failed revision's pods are still there: a retry
+		// waits for the retreat to complete.
+		{name: "retreat under way, a retry of it waits", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
 		// A retry request that was never cleared must not undo the next
-		// retreat from the same revision: only one made after it counts.
-		{name: "retreated after the retry was requested", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(3 * time.Minute), RetryRevision: "v2", RetryRequestedAt: at(2 * time.Minute)}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
-		{name: "retreated, a retry of another revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetryRevision: "v0", RetryRequestedAt: at(time.Hour)}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		// retreat from the same revision: it names the earlier one.
+		{name: "retreated again after a retry", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(3 * time.Minute), RetreatComplete: true, Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		{name: "retreated, a retry of another revision", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", RetreatedFrom: "v2", RetreatedAt: at(time.Minute), RetreatComplete: true, Retry: Retry{From: "v0", At: at(time.Minute)}}, want: Decision{Action: Hold, Target: "v1", Failed: "v2"}},
+		{name: "never retreated, a retry is nothing", o: Observed{Enabled: true, UpdateRevision: "v2", LastCompletedRevision: "v1", Retry: Retry{From: "v2", At: at(time.Minute)}}, want: Decision{Action: None}},
 		// Once the retreat completed, v1 is a completed rollout again: its
 		// pods failing days later, or a scale-up that misses the
 		// deadline, do not stop the PodSet.

@@ -181,6 +181,9 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 	return prev.LastProgressTime == nil ||
 		prev.ObservedGeneration != ps.Generation ||
 		prev.UpdateRevision != cur.UpdateRevision ||
+		// A rollback forgotten (a retry of the failed revision, or
+		// auto-rollback turned off) starts a rollout afresh.
+		(prev.AutoRollback != nil && cur.AutoRollback == nil) ||
 		(prevReason(appv1alpha1.ReasonPaused) && !paused) ||
 		(prevReason(appv1alpha1.ReasonNewRevisionAvailable) && !complete) ||
 		cur.UpdatedReplicas > prev.UpdatedReplicas ||
@@ -314,7 +317,7 @@ func setRollbackProgress(status *appv1alpha1.PodSetStatus, o Observed, in *rollo
 		c.Message = failed + "; no revision completed before it, so there is none to roll back to"
 	case rb.Stopped:
 		c.Reason = appv1alpha1.ReasonRollbackStopped
-		c.Message = failed + "; the pods are left as they are until the spec asks for another revision"
+		c.Message = failed + "; the pods are left as they are until the spec asks for another revision or a retry"
 	case complete || in == nil:
 		c.Reason = appv1alpha1.ReasonRolledBack
 		c.Message = failed + fmt.Sprintf("; all %d pods are back on revision %s", status.Replicas, rb.Revision)

@@ -126,3 +126,37 @@ func TestComputeStatusUnderAutoRollback(t *testing.T) {
 		})
 	}
 }
+
+// TestARetryStartsTheDeadlineAfresh: once a rollback is forgotten (a retry of
+// the failed revision, whose name the status keeps as the update revision
+// all along), the rollout to it gets a whole progress deadline, however long
+// the PodSet stayed rolled back.
+func TestARetryStartsTheDeadlineAfresh(t *testing.T) {
+	g := NewWithT(t)
+	now := operandtest.Now
+	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1}}
+	ps.Spec.Replicas = ptr.To(int32(2))
+	ps.Spec.ProgressDeadlineSeconds = ptr.To(int32(60))
+	long := metav1.NewTime(now.Add(-time.Hour))
+	ps.Status = appv1alpha1.PodSetStatus{
+		ObservedGeneration: 1, UpdateRevision: "web-bad", LastCompletedRevision: "web-good", LastProgressTime: &long,
+		AutoRollback: &appv1alpha1.AutoRollbackStatus{FailedRevision: "web-bad", Revision: "web-good", Trigger: "RestartLimit",
+			Time: long, Complete: true},
+		Conditions: []metav1.Condition{{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,
+			Reason: appv1alpha1.ReasonRolledBack, LastTransitionTime: long}},
+	}
+	s, err := rollout.Resolve(2, false, false, nil, nil, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	pods := []*corev1.Pod{
+		operandtest.Pod("a", operandtest.ReadySince(now.Add(-time.Hour))),
+		operandtest.Pod("b", operandtest.ReadySince(now.Add(-time.Hour))),
+	}
+	// The pods still run web-good (old to the update revision web-bad).
+	in := &rollout.Input{Replicas: 2, Strategy: s, Old: rollout.Group{Live: 2, Available: 2}}
+	st := Compute(ps, pods, Observed{UpdateRevision: "web-bad", TargetRevision: "web-bad", Rollout: in}, Outcome{}, now)
+	g.Expect(st.AutoRollback).To(BeNil())
+	g.Expect(st.LastProgressTime.Time).To(Equal(now))
+	c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonRollingUpdate))
+}

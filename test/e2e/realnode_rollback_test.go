@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func watchGoodPods(t *testing.T, ps *appv1alpha1.PodSet, hash string, pods []cor
 	}
 	w.minReady = w.count()
 	iface, err := env.clientset.CoreV1().Pods(ps.Namespace).Watch(t.Context(), metav1.ListOptions{LabelSelector: podSetLabel + "=" + ps.Name})
-	Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(iface.Stop)
 	go func() {
 		for ev := range iface.ResultChan() {
@@ -77,11 +78,32 @@ func (w *goodPodsWatch) fewestReady() int {
 	return w.minReady
 }
 
+// testRealAutoRollbackScenarios runs the auto-rollback scenarios side by
+// side: each has its own namespace and PodSet, and most of their time is
+// spent waiting for containers to fail and for the grace periods.
+func testRealAutoRollbackScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"ReturnsToTheLastGoodRevision", testRealAutoRollback},
+		{"SparesASlowRolloutAndAPausedOne", testRealAutoRollbackSpares},
+		{"UnderAPartitionReturnsOnlyTheUpdatedPods", testRealAutoRollbackPartition},
+		{"StopsWhenTheLastGoodRevisionIsBrokenToo", testRealAutoRollbackStops},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t)
+		})
+	}
+}
+
 // testRealAutoRollback rolls one PodSet to three bad revisions in a row,
 // each failing its own way on the node, and expects each rollout returned
 // to the same last good revision, within maxUnavailable, with the status,
 // the conditions and an event saying why; then a good revision completes.
 func testRealAutoRollback(t *testing.T) {
+	g := NewWithT(t)
 	const replicas = 3
 	ps := newRealPodSet(t, "real-rollback", replicas, func(s *appv1alpha1.PodSetSpec) {
 		s.Image = busybox137
@@ -97,14 +119,15 @@ func testRealAutoRollback(t *testing.T) {
 	})
 	pods := waitRunning(t, ps, replicas)
 	var good string
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 		g.Expect(got.Status.LastCompletedRevision).NotTo(BeEmpty())
 		good = got.Status.LastCompletedRevision
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	goodHash := pods[0].Labels[appv1alpha1.LabelRevisionHash]
-	Expect(good).To(HaveSuffix("-" + goodHash))
+	g.Expect(good).To(HaveSuffix("-" + goodHash))
 	w := watchGoodPods(t, ps, goodHash, pods)
+	var lastFailed string
 
 	for _, bad := range []struct {
 		what, patch string
@@ -118,15 +141,15 @@ func testRealAutoRollback(t *testing.T) {
 			[]string{"RestartLimit", "CrashLoopBackOff"}},
 	} {
 		step("rolling out %s", bad.what)
-		Expect(patchPodSet(t, ps, bad.patch)).To(Succeed())
+		g.Expect(patchPodSet(t, ps, bad.patch)).To(Succeed())
 		var failed string
-		Eventually(func(g Gomega) {
+		g.Eventually(func(g Gomega) {
 			got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 			g.Expect(got.Status.UpdateRevision).NotTo(Equal(good))
 			failed = got.Status.UpdateRevision
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-		Eventually(func(g Gomega) {
+		g.Eventually(func(g Gomega) {
 			got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 			rb := got.Status.AutoRollback
 			g.Expect(rb).NotTo(BeNil(), "no rollback yet; the pods:\n%s", podStates(g, t, ps))
@@ -144,22 +167,52 @@ func testRealAutoRollback(t *testing.T) {
 				g.Expect(isRunningAndReady(&p)).To(BeTrue(), "pod %s: %s", p.Name, podState(&p))
 			}
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-		rb := getPodSet(Default, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
+		rb := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
 		step("rolled back from %s to %s: %s: %s", failed, good, rb.Trigger, rb.Message)
-		Eventually(func(g Gomega) string {
+		g.Eventually(func(g Gomega) string {
 			return rollbackEventFor(g, t, ps, failed)
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("revision " + failed + " failed"))
-		Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+		g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+		lastFailed = failed
 	}
 
 	step("`kubectl podset rollout status` exits non-zero and says why")
 	out, stderr, err := kubectl(t.Context(), "podset", "rollout", "status", "-n", ps.Namespace, ps.Name, "--timeout=10s")
-	Expect(err).To(HaveOccurred(), "stdout: %s", out)
-	Expect(stderr).To(ContainSubstring("(RolledBack): rollout failed"))
+	g.Expect(err).To(HaveOccurred(), "stdout: %s", out)
+	g.Expect(stderr).To(ContainSubstring("(RolledBack; "))
+	g.Expect(stderr).To(ContainSubstring("rollout failed"))
+
+	step("`kubectl podset rollout retry` tries the failed revision once more: it crashes again and is rolled back again, once")
+	var first *appv1alpha1.AutoRollbackStatus
+	g.Eventually(func(g Gomega) {
+		first = getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
+		g.Expect(first).NotTo(BeNil())
+		g.Expect(first.Complete).To(BeTrue())
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	out, stderr, err = kubectl(t.Context(), "podset", "rollout", "retry", "-n", ps.Namespace, ps.Name)
+	g.Expect(err).NotTo(HaveOccurred(), "stderr: %s", stderr)
+	g.Expect(out).To(ContainSubstring("retrying revision " + lastFailed))
+	g.Eventually(func(g Gomega) {
+		rb := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
+		g.Expect(rb).NotTo(BeNil())
+		g.Expect(rb.Time.Time).To(BeTemporally(">", first.Time.Time), "no new rollback yet; the pods:\n%s", podStates(g, t, ps))
+		g.Expect(rb.FailedRevision).To(Equal(lastFailed))
+		g.Expect(rb.Revision).To(Equal(good))
+		g.Expect(rb.Complete).To(BeTrue())
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	second := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
+	step("retried, rolled back again: %s: %s", second.Trigger, second.Message)
+	// The annotation names the first rollback: it asks for nothing more.
+	g.Consistently(func(g Gomega) {
+		rb := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
+		g.Expect(rb).NotTo(BeNil())
+		g.Expect(rb.Time).To(Equal(second.Time))
+	}).WithContext(t.Context()).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
+	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
 
 	step("a good template starts a new rollout, which completes")
-	Expect(patchPodSet(t, ps, `{"spec":{"command":["sh","-c","trap 'exit 0' TERM; sleep 3600 & wait"],"podAnnotations":{"v":"2"}}}`)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(patchPodSet(t, ps, `{"spec":{"command":["sh","-c","trap 'exit 0' TERM; sleep 3600 & wait"],"podAnnotations":{"v":"2"}}}`)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.AutoRollback).To(BeNil())
@@ -183,6 +236,19 @@ func rollbackEventFor(g Gomega, t *testing.T, ps *appv1alpha1.PodSet, failed str
 	return ""
 }
 
+// rollbackEventOf is the note of the PodSet's Warning event of that reason,
+// "" when there is none yet.
+func rollbackEventOf(g Gomega, t *testing.T, ps *appv1alpha1.PodSet, reason string) string {
+	events, err := env.clientset.EventsV1().Events(ps.Namespace).List(t.Context(), metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, e := range events.Items {
+		if e.Regarding.Name == ps.Name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			return e.Note
+		}
+	}
+	return ""
+}
+
 // podStates describes the PodSet's live pods, for a failure message.
 func podStates(g Gomega, t *testing.T, ps *appv1alpha1.PodSet) string {
 	var b strings.Builder
@@ -190,4 +256,213 @@ func podStates(g Gomega, t *testing.T, ps *appv1alpha1.PodSet) string {
 		fmt.Fprintf(&b, "  %s (%s): %s\n", p.Name, p.Labels[appv1alpha1.LabelRevisionHash], podState(&p))
 	}
 	return b.String()
+}
+
+// sleepForever is a container command that ends on SIGTERM.
+var sleepForever = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
+
+// newRealRollbackPodSet is a PodSet of replicas busybox pods with
+// auto-rollback on (restart limit 2, grace 5 s), maxSurge and
+// maxUnavailable 1, and minReadySeconds 5, as the reference advises: a
+// container that exits at once is Ready for an instant, and would count as
+// available without it; mutate changes the rest. It waits until the first
+// revision is rolled out and returns it with its pods.
+func newRealRollbackPodSet(t *testing.T, ns string, replicas int32, mutate func(*appv1alpha1.PodSetSpec)) (*appv1alpha1.PodSet, string, []corev1.Pod) {
+	t.Helper()
+	ps := newRealPodSet(t, ns, replicas, func(s *appv1alpha1.PodSetSpec) {
+		s.Image, s.Command, s.MinReadySeconds = busybox137, sleepForever, 5
+		s.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			AutoRollback: &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](2), FailureGracePeriodSeconds: ptr.To[int32](5)},
+		}
+		if mutate != nil {
+			mutate(s)
+		}
+	})
+	pods := waitRunning(t, ps, int(replicas))
+	var good string
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.LastCompletedRevision).NotTo(BeEmpty())
+		g.Expect(got.Status.LastCompletedRevision).To(Equal(got.Status.UpdateRevision))
+		good = got.Status.LastCompletedRevision
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return ps, good, pods
+}
+
+// waitForRealRollback waits until the PodSet reports a rollback from the
+// spec's revision to good, and returns it.
+func waitForRealRollback(t *testing.T, ps *appv1alpha1.PodSet, good string) *appv1alpha1.AutoRollbackStatus {
+	t.Helper()
+	var rb *appv1alpha1.AutoRollbackStatus
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		rb = got.Status.AutoRollback
+		g.Expect(rb).NotTo(BeNil(), "no rollback yet; the pods:\n%s", podStates(g, t, ps))
+		g.Expect(rb.FailedRevision).To(Equal(got.Status.UpdateRevision))
+		g.Expect(rb.Revision).To(Equal(good))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return rb
+}
+
+// testRealAutoRollbackSpares: what is not a failure. A rollout whose every
+// pod takes a while to count as available, longer in all than the
+// progress deadline but each step within it, completes; a paused rollout
+// with a pod that cannot pull its image is left alone past the deadline and
+// the grace period, and is rolled back once resumed.
+func testRealAutoRollbackSpares(t *testing.T) {
+	g := NewWithT(t)
+	const replicas = 3
+	// Each pod is available 8 s after it is Ready, under the 12 s
+	// deadline: a rollout of three, one at a time, takes longer than it.
+	ps, good, _ := newRealRollbackPodSet(t, "real-rollback-spares", replicas, func(s *appv1alpha1.PodSetSpec) {
+		s.MinReadySeconds = 8
+		s.ProgressDeadlineSeconds = ptr.To[int32](12)
+		s.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+	})
+
+	step("a slow but good rollout: each new pod is available 8 s after it is Ready, under the 12 s deadline; three pods take longer than it")
+	start := time.Now()
+	g.Expect(patchPodSet(t, ps, `{"spec":{"podAnnotations":{"v":"slow"}}}`)).To(Succeed())
+	sawRollback := ""
+	g.Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		if rb := got.Status.AutoRollback; rb != nil && sawRollback == "" {
+			sawRollback = rb.Trigger + ": " + rb.Message
+		}
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.UpdateRevision).NotTo(Equal(good))
+		g.Expect(got.Status.LastCompletedRevision).To(Equal(got.Status.UpdateRevision))
+		g.Expect(got.Status.UpdatedAvailableReplicas).To(BeEquivalentTo(replicas))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	took := time.Since(start)
+	g.Expect(sawRollback).To(BeEmpty(), "a slow rollout was rolled back")
+	g.Expect(took).To(BeNumerically(">", 12*time.Second), "the rollout was not slower than the deadline in all")
+	step("rolled out in %s, past the 12 s deadline in all, without a rollback", took.Round(time.Second))
+	good = getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.LastCompletedRevision
+
+	step("paused, a scale-up makes a pod of a template that cannot pull its image: past the deadline and the grace, nothing is rolled back")
+	g.Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}`)).To(Succeed())
+	g.Expect(patchPodSet(t, ps, `{"spec":{"replicas":4,"image":"docker.io/library/busybox:no-such-tag"}}`)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var waiting []string
+		for _, p := range livePods(g, t.Context(), ps.Namespace, ps.Name) {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil && strings.Contains(cs.State.Waiting.Reason, "Image") {
+					waiting = append(waiting, p.Name)
+				}
+			}
+		}
+		g.Expect(waiting).To(HaveLen(1), "the pods:\n%s", podStates(g, t, ps))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.AutoRollback).To(BeNil())
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1alpha1.ConditionProgressing)
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonPaused))
+	}).WithContext(t.Context()).WithTimeout(20 * time.Second).WithPolling(poll).Should(Succeed())
+
+	step("resumed, the rollout fails and is rolled back")
+	g.Expect(patchPodSet(t, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":false}}}}`)).To(Succeed())
+	rb := waitForRealRollback(t, ps, good)
+	g.Expect(rb.Trigger).To(Equal("ImagePullFailure"), rb.Message)
+	g.Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(4))
+		for _, p := range livePods(g, t.Context(), ps.Namespace, ps.Name) {
+			g.Expect(revisionOf(ps, &p)).To(Equal(good), "pod %s", p.Name)
+		}
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// revisionOf is the name of the revision pod runs.
+func revisionOf(ps *appv1alpha1.PodSet, pod *corev1.Pod) string {
+	return ps.Name + "-" + pod.Labels[appv1alpha1.LabelRevisionHash]
+}
+
+// testRealAutoRollbackPartition: under a partition at half, the rollout
+// updates at most half the pods, and the rollback replaces only those: the
+// pods the partition kept are the same pods after it.
+func testRealAutoRollbackPartition(t *testing.T) {
+	g := NewWithT(t)
+	const replicas = 4
+	ps, good, pods := newRealRollbackPodSet(t, "real-rollback-partition", replicas, func(s *appv1alpha1.PodSetSpec) {
+		s.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
+	})
+	w := watchGoodPods(t, ps, pods[0].Labels[appv1alpha1.LabelRevisionHash], pods)
+	before := map[string]bool{}
+	for _, p := range pods {
+		before[p.Name] = true
+	}
+	step("rolling out a command that exits 1, partition 2 of 4")
+	g.Expect(patchPodSet(t, ps, `{"spec":{"command":["sh","-c","exit 1"]}}`)).To(Succeed())
+	rb := waitForRealRollback(t, ps, good)
+	g.Expect([]string{"RestartLimit", "CrashLoopBackOff"}).To(ContainElement(rb.Trigger), rb.Message)
+	var kept int
+	g.Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(replicas))
+		live := livePods(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(live).To(HaveLen(replicas))
+		kept = 0
+		for _, p := range live {
+			g.Expect(revisionOf(ps, &p)).To(Equal(good), "pod %s", p.Name)
+			if before[p.Name] {
+				kept++
+			}
+		}
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	step("rolled back: %d of the %d pods are those from before the rollout (%s: %s)", kept, replicas, rb.Trigger, rb.Message)
+	g.Expect(kept).To(BeNumerically(">=", 2), "the pods the partition kept were replaced")
+	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+}
+
+// testRealAutoRollbackStops: the last good revision is broken by the time
+// it is needed again (its container refuses to start after a fixed time,
+// as a baked-in certificate expires), so the rollback's own new pods crash:
+// the PodSet stops, says so, and replaces no pod from then on.
+func testRealAutoRollbackStops(t *testing.T) {
+	g := NewWithT(t)
+	const replicas = 3
+	expiry := time.Now().Add(40 * time.Second).Unix()
+	ps, good, _ := newRealRollbackPodSet(t, "real-rollback-stops", replicas, func(s *appv1alpha1.PodSetSpec) {
+		s.Command = []string{"sh", "-c", fmt.Sprintf(
+			"if [ $(date +%%s) -ge %d ]; then echo certificate expired >&2; exit 1; fi; trap 'exit 0' TERM; sleep 3600 & wait", expiry)}
+	})
+	step("waiting for the last good revision's certificate to expire")
+	time.Sleep(time.Until(time.Unix(expiry+1, 0)))
+
+	step("rolling out an image tag the registry does not have")
+	g.Expect(patchPodSet(t, ps, `{"spec":{"image":"docker.io/library/busybox:no-such-tag"}}`)).To(Succeed())
+	var stopped *appv1alpha1.AutoRollbackStatus
+	g.Eventually(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		stopped = got.Status.AutoRollback
+		g.Expect(stopped).NotTo(BeNil(), "no rollback yet; the pods:\n%s", podStates(g, t, ps))
+		g.Expect(stopped.Revision).To(Equal(good))
+		g.Expect(stopped.Stopped).To(BeTrue(), "not stopped; the pods:\n%s", podStates(g, t, ps))
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1alpha1.ConditionProgressing)
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonRollbackStopped))
+		g.Expect(conditionStatus(got, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	step("stopped: %s", stopped.Message)
+	g.Expect(stopped.Message).To(ContainSubstring("then revision " + good + " failed too"))
+
+	names := func(g Gomega) []string {
+		var n []string
+		for _, p := range livePods(g, t.Context(), ps.Namespace, ps.Name) {
+			n = append(n, p.Name)
+		}
+		return n
+	}
+	left := names(g)
+	step("no loop: the pods stay as they are (%d of them)", len(left))
+	g.Consistently(func(g Gomega) {
+		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
+		g.Expect(got.Status.AutoRollback).To(Equal(stopped))
+		g.Expect(names(g)).To(ConsistOf(left))
+	}).WithContext(t.Context()).WithTimeout(15 * time.Second).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) string {
+		return rollbackEventOf(g, t, ps, appv1alpha1.ReasonRollbackStopped)
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("failed too"))
 }

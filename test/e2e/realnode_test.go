@@ -96,7 +96,7 @@ func TestRealNode(t *testing.T) {
 		{"InPlaceResizeRestartsNothing", testRealInPlaceResize},
 		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
-		{"AutoRollbackReturnsToTheLastGoodRevision", testRealAutoRollback},
+		{"AutoRollback", testRealAutoRollbackScenarios},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)
@@ -127,7 +127,7 @@ func newRealPodSet(t *testing.T, nsName string, replicas int32, mutate func(*app
 	if mutate != nil {
 		mutate(&ps.Spec)
 	}
-	Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
+	NewWithT(t).Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
 	return ps
 }
 
@@ -137,7 +137,7 @@ func waitRunning(t *testing.T, ps *appv1alpha1.PodSet, n int) []corev1.Pod {
 	t.Helper()
 	step("waiting for %d pods of %s/%s to run on the real node", n, ps.Namespace, ps.Name)
 	var pods []corev1.Pod
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		pods = livePods(g, t.Context(), ps.Namespace, ps.Name)
 		g.Expect(pods).To(HaveLen(n))
 		for i := range pods {
