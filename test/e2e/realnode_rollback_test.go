@@ -80,7 +80,8 @@ func (w *goodPodsWatch) fewestReady() int {
 
 // testRealAutoRollbackScenarios runs the auto-rollback scenarios side by
 // side: each has its own namespace and PodSet, and most of their time is
-// spent waiting for containers to fail and for the grace periods.
+// spent waiting for containers to fail and for the grace periods
+// (`make test-real-node` runs up to four at once, -parallel 4).
 func testRealAutoRollbackScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		name string
