@@ -23,14 +23,19 @@ SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 GO ?= go
 # One set of build flags for every compile, the project's and the tools':
-# static and -trimpath, as the Dockerfile builds the manager. The Go build
-# cache keys each compiled package on them, so with one set the project's
-# tests, its binaries, the manager image and the Kubernetes commands (built
-# against the same library versions, hack/build-tool.sh) compile the
-# Kubernetes libraries once; with two sets a cold machine compiles them twice.
-# make test-race turns cgo back on (the race detector needs it).
+# static, -trimpath and no DWARF debug information, as the Dockerfile builds
+# the manager. The Go build cache keys each compiled package on them, so with
+# one set the project's tests, its binaries, the manager image and the
+# Kubernetes commands (built against the same library versions,
+# hack/build-tool.sh) compile the Kubernetes libraries once; with two sets a
+# cold machine compiles them twice. Without DWARF each compile and link takes
+# about a sixth less; stack traces and profiles do not use it (they read the
+# symbol and line tables, which stay). A debugger builds with flags of its own
+# (dlv adds -gcflags=all=-N -l). make test-race turns cgo back on (the race
+# detector needs it).
+NO_DWARF := -gcflags=all=-dwarf=false
 export CGO_ENABLED ?= 0
-export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath $(NO_DWARF),$(GOFLAGS)) -trimpath $(NO_DWARF))
 
 # Tool versions. Every tool is built from the Go module proxy into bin/ (git-
 # ignored) the first time it is needed and reused afterwards; bump a version
@@ -157,9 +162,11 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint, once more with the realnode tag (its suites replace the !realnode files of test/olm).
-	$(GOLANGCI_LINT) run ./...
-	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode,multiarch ./test/...
+# Two runs cover every file once: the first with every test tag, the second
+# for the files that the realnode tag leaves out (test/olm's !realnode suites).
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint over every file: with the test tags, then test/olm without them.
+	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode,multiarch ./...
+	$(GOLANGCI_LINT) run ./test/olm/...
 
 .PHONY: verify-generated
 verify-generated: generate manifests metrics-docs monitoring-manifests argocd-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, config/argocd, docs/metrics.md) differ from what is committed.

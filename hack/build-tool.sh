@@ -110,20 +110,14 @@ fi
 started=$(date +%s)
 echo "building $tool ($(date -u +%H:%M:%S))"
 
-export GOFLAGS=-mod=mod
-# No DWARF debug information from the compiler for the tools that pin
-# dependencies of their own: they are tools to run, never to debug (stack
-# traces do not need it), and leaving it out takes about a sixth off each
-# compile. The others (the wrapper module's, below, controller-gen, etcd)
-# keep the project's compiler flags, so that the Go build cache compiles
-# what they share with the project (the standard library, the Kubernetes
-# libraries) once.
-nodwarf=
-case "$tool" in
-  olm|catalog|cpb|operator-sdk|scorecard-test|operator-controller|catalogd|prometheus-operator|prometheus-config-reloader|prometheus|golangci-lint|kustomize|cyclonedx-gomod|grpc-health-probe)
-    nodwarf=-gcflags=all=-dwarf=false
-    GOFLAGS="$GOFLAGS $nodwarf" ;;
-esac
+# The project's compiler flags (the Makefile's GOFLAGS): -trimpath and no
+# DWARF debug information. The tools are run, never debugged (stack traces do
+# not need DWARF), leaving it out takes about a sixth off each compile, and
+# with the project's flags the Go build cache compiles what a tool shares with
+# the project (the standard library, the Kubernetes libraries of the wrapper
+# module's tools below) once.
+nodwarf=-gcflags=all=-dwarf=false
+export GOFLAGS="-mod=mod $nodwarf"
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/operator-framework"
 export CGO_ENABLED=${CGO_ENABLED:-0}
 
@@ -297,7 +291,7 @@ case "$tool" in
       -o "$bin" ./cmd/prometheus ;;
   controller-gen|kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod)
     # Published modules without replace directives: go install, with the
-    # project's build flags (static, -trimpath).
+    # project's build flags (static, -trimpath, no DWARF).
     case "$tool" in
       controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION ;;
       kustomize) pkg=sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
@@ -306,7 +300,7 @@ case "$tool" in
       cyclonedx-gomod) pkg=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION ;;
     esac
     flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
-    GOFLAGS="-trimpath${nodwarf:+ $nodwarf}" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
+    GOFLAGS="-trimpath $nodwarf" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;
 esac
 test -x "$bin"
 echo "built $tool in $(($(date +%s) - started))s ($(date -u +%H:%M:%S))"
