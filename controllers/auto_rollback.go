@@ -74,7 +74,10 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		}
 		return nil
 	}
-	retry := s.retryRequest(r)
+	var retry retreat.Retry
+	if prev != nil {
+		retry = s.retryRequest(r)
+	}
 	o := retreat.Observed{
 		Enabled:               true,
 		Retry:                 retry,
@@ -110,6 +113,9 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	d := retreat.Decide(o)
 	s.rollback = rollbackReport(d, prev, o.RetreatComplete, now)
+	if d.Retried {
+		s.retried = prev
+	}
 	if d.Action == retreat.Retreat && retry.From == d.Failed && !now.Truncate(time.Second).After(retry.At) {
 		// A retry names the rollback it answers by its time, to the
 		// second: a new rollback of the same revision within that second
@@ -138,7 +144,9 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 
 // retryRequest is the rollback that the PodSet's
 // app.example.com/rollout-retry annotation asks to try again. A value
-// that does not parse asks for nothing, and is said in a Warning event.
+// that does not parse asks for nothing, and is said in a Warning event
+// once per value: the reconciles that read it again until the user mends
+// it have nothing new to say.
 func (s *podSetScope) retryRequest(r *PodSetReconciler) retreat.Retry {
 	v, ok := s.podSet.Annotations[appv1alpha1.AnnotationRolloutRetry]
 	if !ok {
@@ -146,7 +154,10 @@ func (s *podSetScope) retryRequest(r *PodSetReconciler) retreat.Retry {
 	}
 	from, at, err := appv1alpha1.ParseRolloutRetry(v)
 	if err != nil {
-		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, "InvalidRolloutRetry", "Rollout", "%s", eventNote(err.Error()))
+		if s.record.invalidRetry != v {
+			s.record.invalidRetry = v
+			r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, "InvalidRolloutRetry", "Rollout", "%s", eventNote(err.Error()))
+		}
 		return retreat.Retry{}
 	}
 	return retreat.Retry{From: from, At: at}

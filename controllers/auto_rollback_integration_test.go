@@ -164,6 +164,18 @@ func rolledOutOnWeb1(ctx context.Context, t *testing.T, g Gomega, ns, name strin
 	return ps, kubelet, good
 }
 
+// rollToCrashingWeb2 sets the image that crashes (web:2) and returns the
+// revision that the PodSet then rolls to, the one to fail.
+func rollToCrashingWeb2(g Gomega, ps *appv1alpha1.PodSet, good string) string {
+	setImage(g, ps, "registry.example.com/web:2")
+	var failed string
+	g.Eventually(func(g Gomega) {
+		failed = getPodSet(g, ps).Status.UpdateRevision
+		g.Expect(failed).NotTo(Equal(good))
+	}, eventually, poll).Should(Succeed())
+	return failed
+}
+
 func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -176,12 +188,7 @@ func TestIntegrationAutoRollbackReturnsToTheLastCompletedRevision(t *testing.T) 
 	rollbacks := func() float64 { return testutil.ToFloat64(metrics.Rollbacks.WithLabelValues("RestartLimit")) }
 	rollbacksBefore := rollbacks()
 	bounds := watchBounds(ctx, t, ns, ps.Name)
-	setImage(g, ps, "registry.example.com/web:2")
-	var failed string
-	g.Eventually(func(g Gomega) {
-		failed = getPodSet(g, ps).Status.UpdateRevision
-		g.Expect(failed).NotTo(Equal(good))
-	}, eventually, poll).Should(Succeed())
+	failed := rollToCrashingWeb2(g, ps, good)
 	p := waitForRolledBack(g, ps, replicas, failed, good)
 	g.Expect(p.Spec.Image).To(Equal("registry.example.com/web:2"), "the operator never writes the spec")
 	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("RestartLimit"))
@@ -240,12 +247,7 @@ func TestIntegrationAutoRollbackRetry(t *testing.T) {
 	ps, kubelet, good := rolledOutOnWeb1(ctx, t, g, ns, "web", replicas)
 	rollbacks := func() float64 { return testutil.ToFloat64(metrics.Rollbacks.WithLabelValues("RestartLimit")) }
 	rollbacksBefore := rollbacks()
-	setImage(g, ps, "registry.example.com/web:2")
-	var failed string
-	g.Eventually(func(g Gomega) {
-		failed = getPodSet(g, ps).Status.UpdateRevision
-		g.Expect(failed).NotTo(Equal(good))
-	}, eventually, poll).Should(Succeed())
+	failed := rollToCrashingWeb2(g, ps, good)
 	waitForRolledBack(g, ps, replicas, failed, good)
 	first := completedRollback(g, ps)
 

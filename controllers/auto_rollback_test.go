@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -113,4 +115,41 @@ func TestInPlaceRestartsBefore(t *testing.T) {
 	// A state an earlier release wrote: taken from the first look.
 	g.Expect(inplace.State{Restart: true, ContainerID: "old"}.RestartsBefore(cs(2, "old"))).To(BeEquivalentTo(3), "the update's restart is still to come")
 	g.Expect(inplace.State{Restart: true, ContainerID: "old"}.RestartsBefore(cs(3, "new"))).To(BeEquivalentTo(3), "the new container runs")
+}
+
+// A malformed app.example.com/rollout-retry is said in one event per
+// value, not in one per reconcile that reads it.
+func TestInvalidRolloutRetryIsSaidOncePerValue(t *testing.T) {
+	g := NewWithT(t)
+	recorder := events.NewFakeRecorder(10)
+	r := &PodSetReconciler{Recorder: recorder}
+	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1",
+		Annotations: map[string]string{appv1alpha1.AnnotationRolloutRetry: "web-1"}}}
+	s := &podSetScope{podSet: ps, record: newPodSetRecords().of(ps)}
+	said := func() int {
+		n := 0
+		for {
+			select {
+			case e := <-recorder.Events:
+				g.Expect(e).To(HavePrefix("Warning InvalidRolloutRetry"))
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	for range 3 {
+		g.Expect(s.retryRequest(r)).To(BeZero())
+	}
+	g.Expect(said()).To(Equal(1))
+
+	ps.Annotations[appv1alpha1.AnnotationRolloutRetry] = "web-1@yesterday"
+	g.Expect(s.retryRequest(r)).To(BeZero())
+	g.Expect(s.retryRequest(r)).To(BeZero())
+	g.Expect(said()).To(Equal(1), "a new value is said again")
+
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	ps.Annotations[appv1alpha1.AnnotationRolloutRetry] = "web-1@" + at.Format(time.RFC3339)
+	g.Expect(s.retryRequest(r)).To(Equal(retreat.Retry{From: "web-1", At: at}))
+	g.Expect(said()).To(BeZero())
 }

@@ -74,6 +74,9 @@ type podSetRecord struct {
 	// rollback is the rollback auto-rollback decided last, for a reconcile
 	// that reads a status without it (its write failed).
 	rollback *appv1alpha1.AutoRollbackStatus
+	// invalidRetry is the app.example.com/rollout-retry value that did not
+	// parse and was said in an event, so that it is said once.
+	invalidRetry string
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

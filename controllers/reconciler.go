@@ -108,9 +108,11 @@ type podSetScope struct {
 	outcome status.Outcome
 	// rollback is what auto-rollback decided, which the status reports
 	// (auto_rollback.go), and rollbackCheckIn when it must judge the pods
-	// again with no event to bring it (a wait reaching its grace period).
+	// again with no event to bring it (a wait reaching its grace period);
+	// retried is the rollback that the user's retry ended, for its event.
 	rollback        status.Rollback
 	rollbackCheckIn time.Duration
+	retried         *appv1alpha1.AutoRollbackStatus
 }
 
 // revisionState is what one reconcile knows of the PodSet's revisions.

@@ -57,14 +57,15 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (ti
 		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, appv1alpha1.ReasonProgressDeadlineExceeded, "Rollout", "%s",
 			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
-	r.reportRollback(s.podSet, orig.Status, computed)
+	r.reportRollback(s.podSet, orig.Status, computed, s.retried)
 	return 0, nil
 }
 
 // reportRollback sends the event of what auto-rollback just did, once per
-// change of the status that records it, and counts the rollbacks.
-func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after appv1alpha1.PodSetStatus) {
-	if b := before.AutoRollback; b != nil && after.AutoRollback == nil && after.UpdateRevision == b.FailedRevision && retryAsked(ps, b) {
+// change of the status that records it, and counts the rollbacks. retried
+// is the rollback that the user's retry ended in this reconcile, if any.
+func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after appv1alpha1.PodSetStatus, retried *appv1alpha1.AutoRollbackStatus) {
+	if b := retried; b != nil && before.AutoRollback != nil && after.AutoRollback == nil {
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, appv1alpha1.ReasonRolloutRetried, "Rollout",
 			"rolling to revision %s again, as %s asks (it was rolled back to %s at %s)",
 			b.FailedRevision, appv1alpha1.AnnotationRolloutRetry, b.Revision, b.Time.UTC().Format(time.RFC3339))
@@ -84,13 +85,6 @@ func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after 
 		return
 	}
 	r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, progressing.Reason, "Rollout", "%s", eventNote(progressing.Message))
-}
-
-// retryAsked reports whether the PodSet's app.example.com/rollout-retry
-// annotation asks to retry the rollback rb.
-func retryAsked(ps *appv1alpha1.PodSet, rb *appv1alpha1.AutoRollbackStatus) bool {
-	from, at, err := appv1alpha1.ParseRolloutRetry(ps.Annotations[appv1alpha1.AnnotationRolloutRetry])
-	return err == nil && from == rb.FailedRevision && at.Equal(rb.Time.Truncate(time.Second))
 }
 
 // observed is what the status is computed from besides the pods: the

@@ -223,6 +223,9 @@ type Decision struct {
 	Failed string
 	// Failure is why, for Report, Retreat and Stop.
 	Failure Failure
+	// Retried, under Resume: the user's retry ended the retreat, not a
+	// spec that asks for another revision.
+	Retried bool
 }
 
 // Retry names a retreat to try again by the revision retreated from and the
@@ -254,8 +257,11 @@ func Decide(o Observed) Decision {
 	if o.RetreatedFrom != "" {
 		// The retreat belongs to one failed revision: a spec that asks
 		// for another, or a retry of that one, starts afresh.
-		if o.RetreatedFrom != o.UpdateRevision || o.Retry.asks(o) {
+		if o.RetreatedFrom != o.UpdateRevision {
 			return Decision{Action: Resume}
+		}
+		if o.Retry.asks(o) {
+			return Decision{Action: Resume, Retried: true}
 		}
 		switch {
 		case o.Stopped:
