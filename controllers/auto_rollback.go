@@ -74,10 +74,9 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		}
 		return nil
 	}
-	var retry retreat.Retry
-	if prev != nil {
-		retry = s.retryRequest(r)
-	}
+	// Read even with no rollback recorded: a rollback decided now, within
+	// the second that a retry names, takes the next second (below).
+	retry := s.retryRequest(r)
 	o := retreat.Observed{
 		Enabled:               true,
 		Retry:                 retry,
