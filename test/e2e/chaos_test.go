@@ -12,6 +12,15 @@ package e2e
 // scenario undisturbed, as a Markdown table for docs/reliability.md; it is
 // reported, not asserted (a timed assertion on two shared cores would fail
 // for reasons that are not the operator's).
+//
+// The faults marked midRetreat run a third scenario, "rollback": 50 pods
+// roll with auto-rollback to a template whose containers crash (a kwok
+// Stage, testdata/kwok-stage-crashing-image.yaml), and the fault strikes
+// once the operator has decided to roll back and before the pods are back.
+// The PodSet must end on the last completed revision, every pod Ready, the
+// rollback recorded as complete, within the same bounds: never more than
+// replicas + maxSurge live pods, never fewer than replicas - maxUnavailable
+// Ready ones.
 
 import (
 	"bufio"
@@ -32,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/test/localcluster"
 )
 
 const (
@@ -39,12 +49,30 @@ const (
 	chaosScaledDown = 10
 	// 25% of 50, rounded up.
 	chaosSurge = 13
+	// 25% of 50, rounded down.
+	chaosUnavailable = 12
+	// crashingImage is the image whose containers kwok's stage in
+	// testdata/ makes crash.
+	crashingImage = "registry.example.com/crashing:1"
 	// convergeTimeout bounds the wait after a fault; missing it fails.
 	convergeTimeout = 3 * time.Minute
 )
 
 // replicas are the operator's two replicas.
 var replicas []*operatorProcess
+
+// The cluster's kwok also runs the stage that makes crashingImage's
+// containers crash.
+func init() {
+	clusterOptions = append(clusterOptions, func(o *localcluster.Options) error {
+		stage, err := filepath.Abs(filepath.Join("testdata", "kwok-stage-crashing-image.yaml"))
+		if err != nil {
+			return err
+		}
+		o.KwokArgs = append(o.KwokArgs, "--config="+stage)
+		return nil
+	})
+}
 
 func startReplicas(t *testing.T) {
 	env.operator.stop()
@@ -171,6 +199,9 @@ type fault struct {
 	// reference (a ReplicaSet or Deployment) goes through them too; the
 	// others hit only the operator or the PodSet's namespace.
 	clusterWide bool
+	// midRetreat: the fault also strikes an auto-rollback under way
+	// (the "rollback" scenario).
+	midRetreat bool
 }
 
 // faultTarget is what a fault hits: the PodSet, and the reference beside it
@@ -190,7 +221,7 @@ var faults = []fault{
 		pid := leader.pid()
 		leader.kill()
 		waitForLeader(t, pid)
-	}, false},
+	}, false, true},
 	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _ faultTarget) {
 		leader := currentLeader(t)
 		Expect(leader.proc.Pause()).To(Succeed())
@@ -198,10 +229,10 @@ var faults = []fault{
 		// The lease (15 s) has passed: another replica leads. Resumed,
 		// the old leader must notice it lost the lease before acting.
 		Expect(leader.proc.Resume()).To(Succeed())
-	}, false},
+	}, false, false},
 	{"kube-apiserver killed and restarted", func(t *testing.T, _ faultTarget) {
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
-	}, true},
+	}, true, false},
 	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, tg faultTarget) {
 		// The reference goes through the same: kube-controller-manager
 		// is paused with the leader, and loses a fifth of its pods too,
@@ -219,12 +250,12 @@ var faults = []fault{
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
 		Expect(kcm.Resume()).To(Succeed())
 		Expect(leader.proc.Resume()).To(Succeed())
-	}, true},
+	}, true, false},
 	{"20% of the pods deleted every 3 s for a minute", func(t *testing.T, tg faultTarget) {
 		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(3 * time.Second) {
 			deleteFraction(t.Context(), livePods(Default, t.Context(), tg.ns, tg.name), 0.2)
 		}
-	}, false},
+	}, false, false},
 	{"a ResourceQuota flapping between refusing and allowing pods", func(t *testing.T, tg faultTarget) {
 		ns := tg.ns
 		for i := range 10 {
@@ -236,13 +267,13 @@ var faults = []fault{
 			time.Sleep(3 * time.Second)
 		}
 		Expect(env.admin.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}})).To(Succeed())
-	}, false},
+	}, false, false},
 	{"etcd paused for 10 s", func(t *testing.T, _ faultTarget) {
 		etcd := env.cluster.Component("etcd")
 		Expect(etcd.Pause()).To(Succeed())
 		time.Sleep(10 * time.Second)
 		Expect(etcd.Resume()).To(Succeed())
-	}, true},
+	}, true, false},
 }
 
 // deleteFraction deletes a random fraction of pods.
@@ -258,7 +289,10 @@ func deleteFraction(ctx context.Context, pods []corev1.Pod, fraction float64) {
 type chaosResult struct {
 	fault, scenario string
 	maxLive, bound  int
-	converge        time.Duration
+	// fewestReady is the fewest Ready pods the watch saw at once during
+	// a rollback, which must not fall below minReady.
+	fewestReady, minReady int
+	converge              time.Duration
 	// refConverge is the reference's (a ReplicaSet, or a Deployment)
 	// time to converge after the same fault; 0 if it did not.
 	refConverge time.Duration
@@ -295,9 +329,40 @@ func expectConverged(t *testing.T, ns, name string, n int) {
 	}).WithContext(t.Context()).WithTimeout(convergeTimeout).WithPolling(poll).Should(Succeed())
 }
 
-// runScenario runs "scale" (0 → 50, fault mid-way, then → 10) or "rollout"
-// (50 pods to a new template, fault mid-way) with f, or undisturbed when f
-// is nil.
+// expectRolledBack waits until the PodSet is back on revision good, rolled
+// back from the one its spec asks for: chaosReplicas live pods, Running,
+// Ready, controlled by it and of revision good, and a status that records
+// the rollback as complete.
+func expectRolledBack(t *testing.T, ns, name, good string) {
+	Eventually(func(g Gomega) {
+		ps := getPodSet(g, t.Context(), ns, name)
+		pods := livePods(g, t.Context(), ns, name)
+		g.Expect(pods).To(HaveLen(chaosReplicas), "live pods")
+		for i := range pods {
+			p := &pods[i]
+			ref := metav1.GetControllerOf(p)
+			g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
+			g.Expect(ref.UID).To(Equal(ps.UID), "pod %s", p.Name)
+			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s", p.Name)
+			g.Expect(ps.Name+"-"+p.Labels[revisionLabel]).To(Equal(good), "pod %s", p.Name)
+		}
+		st := ps.Status
+		g.Expect(st.ObservedGeneration).To(Equal(ps.Generation))
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.FailedRevision).To(Equal(st.UpdateRevision))
+		g.Expect(st.AutoRollback.Revision).To(Equal(good))
+		g.Expect(st.AutoRollback.Complete).To(BeTrue())
+		g.Expect(st.LastCompletedRevision).To(Equal(good))
+		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(chaosReplicas))
+		g.Expect(st.UpdatedReplicas).To(BeZero())
+		g.Expect(conditionStatus(ps, appv1alpha1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}).WithContext(t.Context()).WithTimeout(convergeTimeout).WithPolling(poll).Should(Succeed())
+}
+
+// runScenario runs "scale" (0 → 50, fault mid-way, then → 10), "rollout"
+// (50 pods to a new template, fault mid-way) or "rollback" (50 pods to a
+// template that crashes, fault once the rollback began) with f, or
+// undisturbed when f is nil.
 func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResult {
 	name := "chaos"
 	ns := newNamespace(t, "chaos-"+scenario+"-"+slug, nil)
@@ -316,16 +381,24 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	}
 	w := watchPods(t, ns, name)
 	start := 0
-	if scenario == "rollout" {
+	if scenario != "scale" {
 		start, res.bound = chaosReplicas, chaosReplicas+chaosSurge
 	}
 	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d}\n", name, start)
+	if scenario == "rollback" {
+		// minReadySeconds keeps the rollback under way for at least that
+		// long after its pods are Ready, so that the fault finds it so.
+		manifest = fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\n"+
+			"spec: {replicas: %d, minReadySeconds: 10, updateStrategy: {rollingUpdate: {autoRollback: {}}}}\n", name, start)
+		res.minReady = chaosReplicas - chaosUnavailable
+	}
 	_, _, err := kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
 	expectConverged(t, ns, name, start)
+	good := getPodSet(Default, t.Context(), ns, name).Status.UpdateRevision
 	var ref *reference
 	refFaultOver := make(chan time.Time, 1)
-	if f == nil || f.clusterWide {
+	if scenario != "rollback" && (f == nil || f.clusterWide) {
 		ref = startReference(t, scenario, slug)
 		ref.measure(t.Context(), refFaultOver)
 	}
@@ -335,23 +408,40 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	if ref != nil {
 		Expect(ref.change(t.Context())).To(Succeed())
 	}
-	if scenario == "scale" {
+	switch scenario {
+	case "scale":
 		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, chaosReplicas))
-	} else {
+	case "rollout":
 		mustKubectl(t, "podset", "rollout", "restart", name, "-n", ns)
+	case "rollback":
+		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, crashingImage))
 	}
 	faultOver := began
 	if f != nil {
-		// Mid-way: once a fifth of the pods are new.
-		Eventually(func() int { _, created := w.stats(); return created }).
-			WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(BeNumerically(">=", chaosReplicas/5))
+		if scenario == "rollback" {
+			// Mid-retreat: the rollback is decided and not complete.
+			Eventually(func(g Gomega) {
+				rb := getPodSet(g, t.Context(), ns, name).Status.AutoRollback
+				g.Expect(rb).NotTo(BeNil())
+				g.Expect(rb.Complete).To(BeFalse(), "the rollback completed before the fault")
+			}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
+		} else {
+			// Mid-way: once a fifth of the pods are new.
+			Eventually(func() int { _, created := w.stats(); return created }).
+				WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(BeNumerically(">=", chaosReplicas/5))
+		}
 		step("injecting: %s", f.name)
 		f.inject(t, faultTarget{ns: ns, name: name, ref: ref})
 		faultOver = time.Now()
 		step("fault over after %s", faultOver.Sub(began).Round(100*time.Millisecond))
 	}
 	refFaultOver <- faultOver
-	expectConverged(t, ns, name, chaosReplicas)
+	if scenario == "rollback" {
+		expectRolledBack(t, ns, name, good)
+		res.fewestReady = w.fewestReady()
+	} else {
+		expectConverged(t, ns, name, chaosReplicas)
+	}
 	res.converge = time.Since(faultOver)
 	if ref != nil {
 		res.refConverge, res.hasRef = ref.result(t), true
@@ -376,6 +466,11 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	res.maxLive = max(watched, audited)
 	// Gone before its namespace, whose deletion would race the operator.
 	mustKubectl(t, "delete", "podset", name, "-n", ns)
+	if scenario == "rollback" {
+		step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), fewest Ready %d (bound %d), rolled back %s after the fault", res.fault, scenario,
+			res.maxLive, res.bound, watched, audited, res.fewestReady, res.minReady, res.converge.Round(100*time.Millisecond))
+		return res
+	}
 	step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), converged %s after the fault (the %s reference: %s)", res.fault, scenario, res.maxLive, res.bound, watched, audited,
 		res.converge.Round(100*time.Millisecond), map[string]string{"scale": "ReplicaSet", "rollout": "Deployment"}[scenario], res.refConverge.Round(100*time.Millisecond))
 	return res
@@ -422,12 +517,17 @@ func TestChaos(t *testing.T) {
 			if !only.MatchString(f.name) {
 				continue
 			}
-			for _, scenario := range []string{"scale", "rollout"} {
+			scenarios := []string{"scale", "rollout"}
+			if f.midRetreat {
+				scenarios = append(scenarios, "rollback")
+			}
+			for _, scenario := range scenarios {
 				t.Run(f.name+"/"+scenario, func(t *testing.T) {
 					RegisterTestingT(t)
 					r := runScenario(t, scenario, f, fmt.Sprintf("%d-%d", i, run))
 					record(r)
 					Expect(r.maxLive).To(BeNumerically("<=", r.bound), "live pods above the bound")
+					Expect(r.fewestReady).To(BeNumerically(">=", r.minReady), "Ready pods below the bound")
 				})
 			}
 		}
