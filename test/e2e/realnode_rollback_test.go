@@ -7,7 +7,10 @@ package e2e
 // to the last revision that completed.
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,11 +18,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -128,6 +134,7 @@ func testRealAutoRollback(t *testing.T) {
 	goodHash := pods[0].Labels[appv1alpha1.LabelRevisionHash]
 	g.Expect(good).To(HaveSuffix("-" + goodHash))
 	w := watchGoodPods(t, ps, goodHash, pods)
+	scrape := managerMetrics(t, ps.Namespace)
 	var lastFailed string
 
 	for _, bad := range []struct {
@@ -142,6 +149,10 @@ func testRealAutoRollback(t *testing.T) {
 			[]string{"RestartLimit", "CrashLoopBackOff"}},
 	} {
 		step("rolling out %s", bad.what)
+		rollbacksBefore := map[string]float64{}
+		for _, tr := range bad.trigger {
+			rollbacksBefore[tr] = metricValue(g, scrape(g), `podset_operator_rollbacks_total{trigger="`+tr+`"}`)
+		}
 		g.Expect(patchPodSet(t, ps, bad.patch)).To(Succeed())
 		var failed string
 		g.Eventually(func(g Gomega) {
@@ -170,6 +181,15 @@ func testRealAutoRollback(t *testing.T) {
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		rb := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
 		step("rolled back from %s to %s: %s: %s", failed, good, rb.Trigger, rb.Message)
+		// The metrics say the same: the rollback counted under its
+		// trigger, and the series that the alert PodSetRolledBack fires
+		// on (podset_status_auto_rollback == 1, no `for`; promtool tests
+		// the rule) present with it.
+		g.Eventually(func(g Gomega) {
+			body := scrape(g)
+			g.Expect(metricValue(g, body, `podset_operator_rollbacks_total{trigger="`+rb.Trigger+`"}`)).To(BeNumerically(">=", rollbacksBefore[rb.Trigger]+1))
+			g.Expect(metricValue(g, body, fmt.Sprintf(`podset_status_auto_rollback{namespace=%q,podset=%q,stopped="false",trigger=%q}`, ps.Namespace, ps.Name, rb.Trigger))).To(Equal(1.0))
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		g.Eventually(func(g Gomega) string {
 			return rollbackEventFor(g, t, ps, failed)
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("revision " + failed + " failed"))
@@ -221,6 +241,47 @@ func testRealAutoRollback(t *testing.T) {
 		g.Expect(got.Status.LastCompletedRevision).To(Equal(got.Status.UpdateRevision))
 		g.Expect(got.Status.LastCompletedRevision).NotTo(Equal(good))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// managerMetrics returns a reader of the manager pod's metrics endpoint,
+// with the token of a ServiceAccount in ns bound to the metrics reader
+// ClusterRole, as Prometheus reads it.
+func managerMetrics(t *testing.T, ns string) func(Gomega) string {
+	t.Helper()
+	g := NewWithT(t)
+	sel, _, err := unstructured.NestedStringMap(env.deployment.Object, "spec", "selector", "matchLabels")
+	g.Expect(err).NotTo(HaveOccurred())
+	var pods corev1.PodList
+	g.Expect(env.admin.List(t.Context(), &pods, client.InNamespace(env.operatorNS), client.MatchingLabels(sel))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	url := "https://" + pods.Items[0].Status.PodIP + ":8443/metrics"
+	g.Expect(env.admin.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "metrics", Namespace: ns}})).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podset-operator-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "metrics", Namespace: ns}},
+	}
+	g.Expect(env.admin.Create(t.Context(), binding)).To(Succeed())
+	t.Cleanup(func() { _ = env.admin.Delete(context.Background(), binding) })
+	token := saToken(t, ns, "metrics")
+	return func(g Gomega) string {
+		code, body := metricsGet(g, url, token)
+		g.Expect(code).To(Equal(http.StatusOK))
+		return body
+	}
+}
+
+// metricValue is the value of the series (name and labels exactly as the
+// text format writes them) in a metrics page, 0 when it is absent.
+func metricValue(g Gomega, body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			g.Expect(err).NotTo(HaveOccurred(), "series %s", series)
+			return f
+		}
+	}
+	return 0
 }
 
 // rollbackEventFor is the note of the PodSet's RolledBack event that names
@@ -466,4 +527,9 @@ func testRealAutoRollbackStops(t *testing.T) {
 	g.Eventually(func(g Gomega) string {
 		return rollbackEventOf(g, t, ps, appv1alpha1.ReasonRollbackStopped)
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("failed too"))
+	// The series PodSetRolledBack fires on says it stopped.
+	scrape := managerMetrics(t, ps.Namespace)
+	g.Eventually(func(g Gomega) float64 {
+		return metricValue(g, scrape(g), fmt.Sprintf(`podset_status_auto_rollback{namespace=%q,podset=%q,stopped="true",trigger=%q}`, ps.Namespace, ps.Name, stopped.Trigger))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
 }
