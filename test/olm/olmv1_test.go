@@ -481,7 +481,7 @@ func TestOLMv1(t *testing.T) {
 		{"admission policies", &admissionregistrationv1.ValidatingAdmissionPolicyList{}, nil},
 		{"admission policy bindings", &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}, nil},
 	}
-	// The manager of 0.3.0 applies the InPlaceOnly admission policy once it
+	// This release's manager applies the InPlaceOnly admission policy once it
 	// leads, owned by the CRD.
 	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
 		var vap admissionregistrationv1.ValidatingAdmissionPolicy
