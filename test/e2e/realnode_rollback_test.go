@@ -255,13 +255,13 @@ func managerMetrics(t *testing.T, ns string) func(Gomega) string {
 	g.Expect(env.admin.List(t.Context(), &pods, client.InNamespace(env.operatorNS), client.MatchingLabels(sel))).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))
 	url := "https://" + pods.Items[0].Status.PodIP + ":8443/metrics"
-	g.Expect(env.admin.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "metrics", Namespace: ns}})).To(Succeed())
+	g.Expect(client.IgnoreAlreadyExists(env.admin.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "metrics", Namespace: ns}}))).To(Succeed())
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podset-operator-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "metrics", Namespace: ns}},
 	}
-	g.Expect(env.admin.Create(t.Context(), binding)).To(Succeed())
+	g.Expect(client.IgnoreAlreadyExists(env.admin.Create(t.Context(), binding))).To(Succeed())
 	t.Cleanup(func() { _ = env.admin.Delete(context.Background(), binding) })
 	token := saToken(t, ns, "metrics")
 	return func(g Gomega) string {
@@ -353,17 +353,30 @@ func newRealRollbackPodSet(t *testing.T, ns string, replicas int32, mutate func(
 }
 
 // waitForRealRollback waits until the PodSet reports a rollback from the
-// spec's revision to good, and returns it.
+// spec's revision to good, and everything else that says so too: the
+// Progressing (RolledBack) and Stalled conditions, the Warning event, and
+// the series the alert PodSetRolledBack fires on. It returns the rollback.
 func waitForRealRollback(t *testing.T, ps *appv1alpha1.PodSet, good string) *appv1alpha1.AutoRollbackStatus {
 	t.Helper()
 	var rb *appv1alpha1.AutoRollbackStatus
-	NewWithT(t).Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		got := getPodSet(g, t.Context(), ps.Namespace, ps.Name)
 		rb = got.Status.AutoRollback
 		g.Expect(rb).NotTo(BeNil(), "no rollback yet; the pods:\n%s", podStates(g, t, ps))
 		g.Expect(rb.FailedRevision).To(Equal(got.Status.UpdateRevision))
 		g.Expect(rb.Revision).To(Equal(good))
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1alpha1.ConditionProgressing)
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonRolledBack))
+		g.Expect(conditionStatus(got, appv1alpha1.ConditionStalled)).To(Equal(metav1.ConditionTrue))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) string {
+		return rollbackEventFor(g, t, ps, rb.FailedRevision)
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("revision " + rb.FailedRevision + " failed"))
+	scrape := managerMetrics(t, ps.Namespace)
+	g.Eventually(func(g Gomega) float64 {
+		return metricValue(g, scrape(g), fmt.Sprintf(`podset_status_auto_rollback{namespace=%q,podset=%q,stopped="false",trigger=%q}`, ps.Namespace, ps.Name, rb.Trigger))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
 	return rb
 }
 
