@@ -308,16 +308,7 @@ func expectConverged(t *testing.T, ns, name string, n int) {
 		ps := getPodSet(g, t.Context(), ns, name)
 		pods := livePods(g, t.Context(), ns, name)
 		g.Expect(pods).To(HaveLen(n), "live pods")
-		var names []string
-		for i := range pods {
-			p := &pods[i]
-			ref := metav1.GetControllerOf(p)
-			g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
-			g.Expect(ref.UID).To(Equal(ps.UID), "pod %s", p.Name)
-			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s", p.Name)
-			g.Expect(ps.Name+"-"+p.Labels[revisionLabel]).To(Equal(ps.Status.UpdateRevision), "pod %s", p.Name)
-			names = append(names, p.Name)
-		}
+		names := expectReadyPodsOf(g, ps, pods, ps.Status.UpdateRevision)
 		st := ps.Status
 		g.Expect(st.ObservedGeneration).To(Equal(ps.Generation))
 		for what, got := range map[string]int32{"replicas": st.Replicas, "readyReplicas": st.ReadyReplicas, "availableReplicas": st.AvailableReplicas, "updatedReplicas": st.UpdatedReplicas, "updatedAvailableReplicas": st.UpdatedAvailableReplicas} {
@@ -329,6 +320,22 @@ func expectConverged(t *testing.T, ns, name string, n int) {
 	}).WithContext(t.Context()).WithTimeout(convergeTimeout).WithPolling(poll).Should(Succeed())
 }
 
+// expectReadyPodsOf expects every pod to be controlled by ps, Running,
+// Ready and of revision rev, and returns their names.
+func expectReadyPodsOf(g Gomega, ps *appv1alpha1.PodSet, pods []corev1.Pod, rev string) []string {
+	var names []string
+	for i := range pods {
+		p := &pods[i]
+		ref := metav1.GetControllerOf(p)
+		g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
+		g.Expect(ref.UID).To(Equal(ps.UID), "pod %s", p.Name)
+		g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s", p.Name)
+		g.Expect(ps.Name+"-"+p.Labels[revisionLabel]).To(Equal(rev), "pod %s", p.Name)
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // expectRolledBack waits until the PodSet is back on revision good, rolled
 // back from the one its spec asks for: chaosReplicas live pods, Running,
 // Ready, controlled by it and of revision good, and a status that records
@@ -338,14 +345,7 @@ func expectRolledBack(t *testing.T, ns, name, good string) {
 		ps := getPodSet(g, t.Context(), ns, name)
 		pods := livePods(g, t.Context(), ns, name)
 		g.Expect(pods).To(HaveLen(chaosReplicas), "live pods")
-		for i := range pods {
-			p := &pods[i]
-			ref := metav1.GetControllerOf(p)
-			g.Expect(ref).NotTo(BeNil(), "pod %s has no controller", p.Name)
-			g.Expect(ref.UID).To(Equal(ps.UID), "pod %s", p.Name)
-			g.Expect(isRunningAndReady(p)).To(BeTrue(), "pod %s", p.Name)
-			g.Expect(ps.Name+"-"+p.Labels[revisionLabel]).To(Equal(good), "pod %s", p.Name)
-		}
+		expectReadyPodsOf(g, ps, pods, good)
 		st := ps.Status
 		g.Expect(st.ObservedGeneration).To(Equal(ps.Generation))
 		g.Expect(st.AutoRollback).NotTo(BeNil())
