@@ -46,17 +46,17 @@ const kwokPodParallelism = 32
 // startCluster starts the local cluster sized for the benchmark: nodes×5000
 // pod slots.
 // With requests, the API server logs the controllers' requests (see
-// requests.go).
+// requests.go), the operator's among them as operatorUser.
 // With profiling, the API server serves /debug/pprof (the local cluster
 // turns it off by default; a later flag wins).
-func startCluster(ctx context.Context, binDir string, nodes int, profiling, requests bool) (*localcluster.Cluster, error) {
+func startCluster(ctx context.Context, binDir string, nodes int, profiling, requests bool, operatorUser string) (*localcluster.Cluster, error) {
 	var apiserverArgs []string
 	if profiling {
 		apiserverArgs = append(apiserverArgs, "--profiling=true")
 	}
 	var policy []byte
 	if requests {
-		policy = benchAuditPolicy()
+		policy = benchAuditPolicy(operatorUser)
 	}
 	return localcluster.Start(ctx, localcluster.Options{
 		APIServerArgs:          apiserverArgs,

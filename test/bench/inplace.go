@@ -95,6 +95,10 @@ func inPlaceBenchmark(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	id, err := newOperatorIdentity(o.identity, o.binDir, o.configDir)
+	if err != nil {
+		return err
+	}
 	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: o.binDir, RealNode: node, Out: os.Stderr})
 	if err != nil {
 		return err
@@ -116,7 +120,11 @@ func inPlaceBenchmark(ctx context.Context, o options) error {
 	if err := installCRDs(ctx, dynCfg, o.crdDir); err != nil {
 		return err
 	}
-	op, err := startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator-inplace", false, o.operatorArgs...)
+	kubeconfig, err := id.install(ctx, c, dc)
+	if err != nil {
+		return err
+	}
+	op, err := startOperator(ctx, o.manager, kubeconfig, c.LogDir(), "operator-inplace", false, o.operatorArgs...)
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,9 @@ type options struct {
 	inPlacePods  int
 	inPlaceSurge string
 	nodeImages   string
+	// identity is who the operator runs as (identity.go), and configDir
+	// the kustomization whose ServiceAccount and RBAC it gets.
+	identity, configDir string
 }
 
 func parseFlags() (options, error) {
@@ -128,6 +131,8 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.nodeImages, "node-images", os.Getenv("NODE_IMAGES"), "the real node's image archives (hack/build-node-images.sh), for -inplace-pods")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
 	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
+	flag.StringVar(&o.identity, "operator-identity", identityServiceAccount, "who the operator runs as: serviceaccount (config/default's ServiceAccount and RBAC, as installed; API Priority and Fairness queues it in workload-low) or admin (cluster-admin, which APF exempts)")
+	flag.StringVar(&o.configDir, "config-dir", "config/default", "the kustomization that gives the operator its ServiceAccount and RBAC")
 	flag.Parse()
 	if o.smoke {
 		// 1x600 crosses the burst of 500, so a scale-up takes two
@@ -194,6 +199,9 @@ type bench struct {
 	audit        *auditReader
 	logDir       string
 	workDir      string
+	// id is who the operator runs as, and opKubeconfig its kubeconfig.
+	id           *operatorIdentity
+	opKubeconfig string
 }
 
 func run() int {
@@ -272,7 +280,7 @@ func violations(r report) []string {
 func benchmark(ctx context.Context, o options) (rep report, err error) {
 	rep = report{Config: benchSettings{
 		Runs: o.runs, Nodes: o.nodes, ComponentQPS: componentQPS, ComponentBurst: componentBurst, KwokPodParallelism: kwokPodParallelism, StallTimeoutSeconds: o.stallTimeout.Seconds(),
-		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism,
+		OperatorArgs: o.operatorArgs, ClientParallelism: clientParallelism, OperatorIdentity: o.identity,
 	}}
 	for _, s := range o.shapes {
 		rep.Config.Shapes = append(rep.Config.Shapes, s.String())
@@ -286,7 +294,11 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		}
 	}
 
-	c, err := startCluster(ctx, o.binDir, o.nodes, o.profileDir != "", o.requests)
+	id, err := newOperatorIdentity(o.identity, o.binDir, o.configDir)
+	if err != nil {
+		return rep, err
+	}
+	c, err := startCluster(ctx, o.binDir, o.nodes, o.profileDir != "", o.requests, id.user)
 	if err != nil {
 		return rep, err
 	}
@@ -307,9 +319,9 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		}
 	}()
 	typedCfg, dynCfg := benchConfig(c)
-	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir()}
+	b := &bench{opts: o, logDir: c.LogDir(), workDir: c.WorkDir(), id: id}
 	if o.requests {
-		b.audit = &auditReader{path: c.AuditLogPath()}
+		b.audit = &auditReader{path: c.AuditLogPath(), operatorUser: id.user}
 	}
 	if b.cs, err = kubernetes.NewForConfig(typedCfg); err != nil {
 		return rep, err
@@ -318,6 +330,9 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 		return rep, err
 	}
 	if err := installCRDs(ctx, dynCfg, o.crdDir); err != nil {
+		return rep, err
+	}
+	if b.opKubeconfig, err = id.install(ctx, c, b.dc); err != nil {
 		return rep, err
 	}
 	rep.Machine = describeMachine()
@@ -335,7 +350,7 @@ func benchmark(ctx context.Context, o options) (rep report, err error) {
 	}
 	logf("cluster up: %s, %d kwok nodes; operator logs in %s", rep.Machine.Kubernetes, o.nodes, c.LogDir())
 
-	if b.op, err = startOperator(ctx, o.manager, c.KubeconfigPath(), c.LogDir(), "operator", o.profileDir != "", o.operatorArgs...); err != nil {
+	if b.op, err = startOperator(ctx, o.manager, b.opKubeconfig, c.LogDir(), "operator", o.profileDir != "", o.operatorArgs...); err != nil {
 		return rep, err
 	}
 	defer func() { b.op.stop() }() // idempotent: the memory scenario stops it earlier

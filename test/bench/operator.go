@@ -26,7 +26,7 @@ type operator struct {
 	pprofURL   string
 }
 
-// startOperator runs the manager with the cluster-admin kubeconfig, plain
+// startOperator runs the manager with kubeconfig (identity.go), plain
 // HTTP metrics on loopback, and pprof when withPprof. It returns once the
 // PodSet controller's workers run, i.e. its caches are synced, so that a
 // phase's clock does not include the operator's start.

@@ -152,9 +152,9 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: owners written %.2fs created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms",
+		logf("%s %s run %d: owners written %.2fs created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms; APF (%s) %d requests, %d queued over 5 ms, %.2fs waited in all, %d rejected",
 			kind, s, run, res.OwnersCreatedS, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.PodStartupP50S, res.PodStartupP99S, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
-			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs)
+			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs, res.APFFlowSchema, res.APFRequests, res.APFQueued, res.APFWaitS, res.APFRejected)
 	}
 	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
 		res.Error = "cleanup: " + err.Error()
@@ -204,6 +204,8 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 		cpuBefore, _ = readProc(cpuPID)
 	}
 	apiServerBefore, nodesBefore := cpuOf(b.apiServerPID), cpuOf(b.nodePIDs...)
+	flowSchema := b.controllerFlowSchema(res.Kind)
+	apfBefore, apfErr := scrapeAPF(ctx, b.cs, flowSchema)
 	// Profiles of the first 15 s of the scale-up: the operator's (PodSet
 	// phases) and the API server's (both kinds, to compare where its CPU
 	// goes: on two cores it is what every controller waits for).
@@ -306,6 +308,12 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	}
 	res.APIServerCPUS = (cpuOf(b.apiServerPID) - apiServerBefore).Seconds()
 	res.NodesCPUS = (cpuOf(b.nodePIDs...) - nodesBefore).Seconds()
+	if apfErr == nil {
+		if apfAfter, err := scrapeAPF(ctx, b.cs, flowSchema); err == nil {
+			apf := apfAfter.since(apfBefore)
+			res.APFFlowSchema, res.APFRequests, res.APFQueued, res.APFWaitS, res.APFRejected = flowSchema, int(apf.Requests), int(apf.Queued), apf.WaitS, int(apf.Rejected)
+		}
+	}
 	if isPodSet {
 		res.WritesUp = mid.writes() - before.writes()
 		res.WritesDown = after.writes() - mid.writes()
@@ -415,7 +423,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 func (b *bench) rssScenario(ctx context.Context) rssResult {
 	o := b.opts
 	res := rssResult{OwnedPods: o.rssShape.pods(), ForeignPods: o.rssForeign, Shape: o.rssShape.String()}
-	op, err := startOperator(ctx, o.manager, filepath.Join(b.workDir, "kubeconfig"), b.logDir, "operator-rss", o.profileDir != "", o.operatorArgs...)
+	op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss", o.profileDir != "", o.operatorArgs...)
 	if err != nil {
 		res.Error = err.Error()
 		return res

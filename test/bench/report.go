@@ -95,6 +95,15 @@ type phaseResult struct {
 	// controller's requests cost the cluster that every pod waits on.
 	APIServerCPUS float64 `json:"apiServerCPUSeconds,omitempty"`
 	NodesCPUS     float64 `json:"etcdSchedulerKwokCPUSeconds,omitempty"`
+	// API Priority and Fairness over the phase, for the flow schema the
+	// controller's requests fall in (apf.go): requests dispatched, those
+	// that waited over 5 ms in a queue, the total wait of all, and requests
+	// rejected.
+	APFFlowSchema string  `json:"apfFlowSchema,omitempty"`
+	APFRequests   int     `json:"apfRequests,omitempty"`
+	APFQueued     int     `json:"apfQueued,omitempty"`
+	APFWaitS      float64 `json:"apfWaitSeconds,omitempty"`
+	APFRejected   int     `json:"apfRejected,omitempty"`
 
 	// RequestsUp and RequestsDown are the controller's requests (the
 	// operator's, or the ReplicaSet controller's) from the first owner
@@ -155,6 +164,8 @@ type benchSettings struct {
 	StallTimeoutSeconds     float64  `json:"stallTimeoutSeconds,omitempty"`
 	WarmUp                  string   `json:"warmUpShape,omitempty"`
 	MaxConcurrentReconciles string   `json:"note,omitempty"`
+	// OperatorIdentity is serviceaccount or admin (identity.go).
+	OperatorIdentity string `json:"operatorIdentity,omitempty"`
 }
 
 // medianRow is one figure of one shape: the medians per kind and the
@@ -215,6 +226,9 @@ var figures = []struct {
 	{"operator queue wait, scale-down (ms, mean)", func(p phaseResult) float64 { return p.QueueWaitDownMs }, false, false},
 	{"operator reconcile, scale-down (ms, mean)", func(p phaseResult) float64 { return p.ReconcileDownMs }, false, false},
 	{"operator peak RSS (MiB)", func(p phaseResult) float64 { return p.OperatorPeakRSSMiB }, false, false},
+	{"controller's requests that waited over 5 ms in an APF queue", func(p phaseResult) float64 { return float64(p.APFQueued) }, false, false},
+	{"controller's APF queue wait, total (s)", func(p phaseResult) float64 { return p.APFWaitS }, false, false},
+	{"controller's requests rejected by APF (429)", func(p phaseResult) float64 { return float64(p.APFRejected) }, false, false},
 	{"controller CPU (s)", func(p phaseResult) float64 { return p.ControllerCPUS }, true, false},
 	{"kube-apiserver CPU over the phase (s)", func(p phaseResult) float64 { return p.APIServerCPUS }, true, false},
 	{"etcd, kube-scheduler and kwok CPU over the phase (s)", func(p phaseResult) float64 { return p.NodesCPUS }, true, false},

@@ -19,10 +19,11 @@ import (
 // Both controllers' requests are logged the same way, asynchronously
 // (batch mode), so neither side waits on the log.
 
-// Identities whose requests are logged: the benchmark's admin identity
-// (used by the operator and by the benchmark itself; the operator's are
-// told apart by their User-Agent) and kube-controller-manager's controllers,
-// which run with their own ServiceAccounts.
+// Identities whose requests are logged: the operator's (identity.go), the
+// benchmark's admin identity, which the operator shares with
+// -operator-identity admin (its requests are then told apart by their
+// User-Agent), and kube-controller-manager's controllers, which run with
+// their own ServiceAccounts.
 const (
 	adminUser                = "localcluster-admin"
 	replicaSetControllerUser = "system:serviceaccount:kube-system:replicaset-controller"
@@ -32,15 +33,15 @@ const (
 	operatorUserAgent = "manager/"
 )
 
-func benchAuditPolicy() []byte {
+func benchAuditPolicy(operatorUser string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
 - level: Metadata
-  users: [%q, %q, %q]
+  users: [%q, %q, %q, %q]
 - level: None
-`, adminUser, replicaSetControllerUser, deploymentControllerUser))
+`, operatorUser, adminUser, replicaSetControllerUser, deploymentControllerUser))
 }
 
 // requestTally counts requests by "verb resource[/subresource] code", for
@@ -87,10 +88,10 @@ func (r auditRecord) key() string {
 // isController tells whether a request was sent by the controller of kind:
 // the operator for PodSets, the ReplicaSet controller for ReplicaSets, and
 // the Deployment and ReplicaSet controllers together for Deployments.
-func isController(kind string, r auditRecord) bool {
+func isController(kind, operatorUser string, r auditRecord) bool {
 	switch kind {
 	case "podset":
-		return r.User.Username == adminUser && strings.HasPrefix(r.UserAgent, operatorUserAgent)
+		return r.User.Username == operatorUser && strings.HasPrefix(r.UserAgent, operatorUserAgent)
 	case "replicaset":
 		return r.User.Username == replicaSetControllerUser
 	case "deployment":
@@ -104,6 +105,8 @@ func isController(kind string, r auditRecord) bool {
 type auditReader struct {
 	path   string
 	offset int64
+	// operatorUser is the operator's user name in the log.
+	operatorUser string
 }
 
 // window is a span of a phase whose requests are tallied.
@@ -142,7 +145,7 @@ func (a *auditReader) tally(kind, ns string, windows ...*window) error {
 		}
 		a.offset += int64(len(line))
 		var rec auditRecord
-		if json.Unmarshal(line, &rec) != nil || !isController(kind, rec) {
+		if json.Unmarshal(line, &rec) != nil || !isController(kind, a.operatorUser, rec) {
 			continue
 		}
 		if rec.ObjectRef != nil && rec.ObjectRef.Namespace != "" && rec.ObjectRef.Namespace != ns {

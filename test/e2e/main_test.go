@@ -207,21 +207,12 @@ func renderDefault(root string) ([]*unstructured.Unstructured, error) {
 	} else {
 		cmd = exec.Command(env.kubectlBin, "kustomize", filepath.Join(root, "config", "default"))
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	rendered, err := localcluster.Render(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build config/default: %w: %s", err, stderr.String())
+		return nil, err
 	}
 	var objs []*unstructured.Unstructured
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range rendered {
 		switch u.GetKind() {
 		case "Namespace":
 			labels := u.GetLabels()

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// API Priority and Fairness, as the API server counts it for one flow
+// schema: how many requests it dispatched, how many of those waited in a
+// queue, how long all waited, and how many it rejected (429). Read from
+// kube-apiserver's /metrics before and after a phase, so that a controller
+// that queues (or is throttled) shows it beside its times.
+type apfCounts struct {
+	Requests float64 // requests that went through APF (executed or not)
+	Queued   float64 // of those, requests that waited over queuedAfter
+	WaitS    float64 // the total wait of all
+	Rejected float64
+}
+
+// queuedAfter is the histogram bucket under which a request counts as not
+// queued: every request's wait is measured, and is never exactly 0 even
+// when a seat was free (the API server's buckets start 0, 0.005, 0.02).
+const queuedAfter = "0.005"
+
+// controllerFlowSchema is the flow schema that the API server's default
+// configuration classifies a controller's requests into: the operator's is
+// its identity's; kube-controller-manager's controllers use ServiceAccounts
+// in kube-system.
+func (b *bench) controllerFlowSchema(kind string) string {
+	if kind == "podset" {
+		return b.id.flowSchema
+	}
+	return "kube-system-service-accounts"
+}
+
+// scrapeAPF reads the flow schema's counters from kube-apiserver.
+func scrapeAPF(ctx context.Context, cs kubernetes.Interface, flowSchema string) (apfCounts, error) {
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apfCounts{}, err
+	}
+	return parseAPF(data, flowSchema)
+}
+
+// parseAPF reads a flow schema's counters from the API server's metrics
+// text.
+func parseAPF(data []byte, flowSchema string) (apfCounts, error) {
+	var c apfCounts
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+		if open < 0 || end < open || labelValue(line[:end], "flow_schema") != flowSchema {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		switch line[:open] {
+		case "apiserver_flowcontrol_request_wait_duration_seconds_count":
+			c.Requests += v
+			c.Queued += v
+		case "apiserver_flowcontrol_request_wait_duration_seconds_bucket":
+			if labelValue(line[:end], "le") == queuedAfter {
+				c.Queued -= v
+			}
+		case "apiserver_flowcontrol_request_wait_duration_seconds_sum":
+			c.WaitS += v
+		case "apiserver_flowcontrol_rejected_requests_total":
+			c.Rejected += v
+		}
+	}
+	return c, sc.Err()
+}
+
+// since is what happened between before and c.
+func (c apfCounts) since(before apfCounts) apfCounts {
+	return apfCounts{
+		Requests: c.Requests - before.Requests,
+		Queued:   c.Queued - before.Queued,
+		WaitS:    c.WaitS - before.WaitS,
+		Rejected: c.Rejected - before.Rejected,
+	}
+}
