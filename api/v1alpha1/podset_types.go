@@ -60,7 +60,8 @@ type PodSetSpec struct {
 
 	// image is the container image every pod runs. When empty, the operator
 	// uses its default operand image (the RELATED_IMAGE_PODSET environment
-	// variable of the manager, or a busybox image), which runs `sleep 3600`.
+	// variable of the manager, or a busybox image), which sleeps and ends on
+	// SIGTERM.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="image must not contain spaces"
@@ -68,7 +69,8 @@ type PodSetSpec struct {
 	Image string `json:"image,omitempty"`
 
 	// command overrides the image's entrypoint. When neither image nor
-	// command is set, pods run `sleep 3600`.
+	// command is set, pods run the default operand's
+	// `sh -c "trap 'exit 0' TERM; sleep 3600 & wait"`.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=4096

@@ -29,10 +29,23 @@ const (
 )
 
 // defaultOperandCommand is what the default operand does: nothing, for an hour,
-// after which the kubelet restarts it.
+// after which the kubelet restarts it, and it ends at once on SIGTERM. The
+// shell is there for that: PID 1 of a container gets no default signal
+// action, so `sleep` alone would ignore SIGTERM and hold every deleted pod
+// for its whole grace period (30 s) until the kubelet's SIGKILL.
 // The InPlaceOnly admission policy (internal/admission/inplaceonly.yaml)
 // repeats it, to tell the command a template runs.
-var defaultOperandCommand = []string{"sleep", "3600"}
+var defaultOperandCommand = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
+
+// DefaultCommand is the command of the default operand image, when a
+// template sets neither image nor command.
+func DefaultCommand() []string { return slices.Clone(defaultOperandCommand) }
+
+// formerDefaultOperandCommand is what the default operand ran up to 0.4.0.
+// Pods made by those versions keep it: the revision hash is the spec's, so
+// an upgrade replaces none of them, and MatchesTemplate still recognises
+// them as the template's.
+var formerDefaultOperandCommand = []string{"sleep", "3600"}
 
 // NewPod builds a pod of ps from the pod template of one of its revisions,
 // labelled with that revision's hash. The caller sets the controller
@@ -115,6 +128,13 @@ func Container(tmpl revision.Template, defaultImage string) corev1.Container {
 	}
 }
 
+// sameCommand reports whether a pod's command is the one wanted, the
+// default operand's former command counting as the default one.
+func sameCommand(got, want []string) bool {
+	return slices.Equal(got, want) ||
+		slices.Equal(want, defaultOperandCommand) && slices.Equal(got, formerDefaultOperandCommand)
+}
+
 // MatchesTemplate reports whether a pod runs what tmpl makes, judged by
 // the fields the template sets: image, command, args, env, the requests and
 // limits it names (a LimitRange may have added others), and its annotations.
@@ -129,9 +149,8 @@ func MatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage strin
 			got = &pod.Spec.Containers[i]
 		}
 	}
-	if got == nil || len(pod.Spec.Containers) != 1 || got.Image != want.Image ||
-		!slices.Equal(got.Command, want.Command) || !slices.Equal(got.Args, want.Args) ||
-		!slices.Equal(got.Env, want.Env) {
+	if got == nil || len(pod.Spec.Containers) != 1 || got.Image != want.Image || !sameCommand(got.Command, want.Command) ||
+		!slices.Equal(got.Args, want.Args) || !slices.Equal(got.Env, want.Env) {
 		return false
 	}
 	for _, pair := range [][2]corev1.ResourceList{{want.Resources.Requests, got.Resources.Requests}, {want.Resources.Limits, got.Resources.Limits}} {

@@ -54,12 +54,12 @@ func TestNewPodImageAndCommand(t *testing.T) {
 			name:         "neither: the default image sleeps",
 			defaultImage: managerDefaultImage,
 			wantImage:    managerDefaultImage,
-			wantCommand:  []string{"sleep", "3600"},
+			wantCommand:  []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 		},
 		{
 			name:        "neither, and no manager default: the built-in image sleeps",
 			wantImage:   DefaultOperandImage,
-			wantCommand: []string{"sleep", "3600"},
+			wantCommand: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 		},
 		{
 			name:         "image only: its own entrypoint",
@@ -221,4 +221,22 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 // update revision.
 func newPodFromSpec(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
 	return NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage)
+}
+
+// A pod of an earlier operator runs the default operand's former command
+// (`sleep 3600`): it is still the default template's pod, and only that
+// template's.
+func TestMatchesTemplateKnowsTheFormerDefaultCommand(t *testing.T) {
+	g := NewWithT(t)
+	ps := &appv1alpha1.PodSet{}
+	ps.Name, ps.Namespace = "web", "default"
+	pod := NewPod(ps, revision.Template{}, "h", managerDefaultImage)
+	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeTrue())
+
+	pod.Spec.Containers[0].Command = []string{"sleep", "3600"}
+	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeTrue(), "the former default command")
+	g.Expect(MatchesTemplate(pod, revision.Template{Command: []string{"sleep", "60"}}, managerDefaultImage)).To(BeFalse())
+
+	pod.Spec.Containers[0].Command = []string{"sleep", "infinity"}
+	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeFalse())
 }

@@ -42,7 +42,7 @@ func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 			Containers: []corev1.Container{{
 				Name:    "podset",
 				Image:   operandImage,
-				Command: []string{"sleep", "3600"},
+				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 				SecurityContext: &corev1.SecurityContext{
 					RunAsNonRoot:             ptr.To(true),
 					AllowPrivilegeEscalation: ptr.To(false),

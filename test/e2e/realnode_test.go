@@ -372,8 +372,9 @@ func boundToOperator(subjects []rbacv1.Subject) bool {
 	})
 }
 
-// testRealDefaultOperand: the default operand (busybox, `sleep 3600`) runs
-// in a restricted namespace, and kubectl logs and exec reach it.
+// testRealDefaultOperand: the default operand (busybox, sleeping) runs
+// in a restricted namespace, kubectl logs and exec reach it, and it ends
+// on SIGTERM: a deleted pod is gone well within its grace period.
 func testRealDefaultOperand(t *testing.T) {
 	ps := newRealPodSet(t, "real-default", 2, nil)
 	pods := waitRunning(t, ps, 2)
@@ -387,6 +388,16 @@ func testRealDefaultOperand(t *testing.T) {
 	Expect(stderr).To(ContainSubstring("Read-only file system"))
 	// /tmp is the scratch space the operator mounts.
 	mustKubectl(t, "exec", "-n", ps.Namespace, pods[0].Name, "--", "touch", "/tmp/probe")
+
+	// A container that ignored SIGTERM would hold its pod until the
+	// kubelet's SIGKILL, at the end of the 30 s grace period; half of it
+	// leaves room for a slow node and none for that.
+	step("deleting %s: the operand ends on SIGTERM, well within the 30 s grace period", pods[0].Name)
+	mustKubectl(t, "delete", "pod", "-n", ps.Namespace, pods[0].Name, "--wait=false")
+	Eventually(func() bool {
+		err := env.admin.Get(t.Context(), client.ObjectKeyFromObject(&pods[0]), &corev1.Pod{})
+		return apierrors.IsNotFound(err)
+	}).WithContext(t.Context()).WithTimeout(15*time.Second).WithPolling(poll).Should(BeTrue(), "pod %s still there 15 s after its deletion", pods[0].Name)
 }
 
 // testRealCustomImage: another image than the default one (the node's

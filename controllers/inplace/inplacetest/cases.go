@@ -8,6 +8,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -51,12 +52,12 @@ var ClassifyCases = []struct {
 	},
 	{
 		"image set with the default command spelled out: the container runs the same command",
-		revision.Template{}, revision.Template{Image: "a:1", Command: []string{"sleep", "3600"}},
+		revision.Template{}, revision.Template{Image: "a:1", Command: operand.DefaultCommand()},
 		inplace.Change{Image: true},
 	},
 	{
 		"the default command spelled out, then dropped: the same command",
-		revision.Template{Command: []string{"sleep", "3600"}}, revision.Template{},
+		revision.Template{Command: operand.DefaultCommand()}, revision.Template{},
 		inplace.Change{},
 	},
 	{"image set, with a command", revision.Template{Command: []string{"run"}}, revision.Template{Image: "a:1", Command: []string{"run"}}, inplace.Change{Image: true}},
