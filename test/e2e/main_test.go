@@ -259,7 +259,9 @@ func applyObjects(ctx context.Context, objs []*unstructured.Unstructured) (strin
 
 // auditPolicy records, at Metadata level, every request made by the
 // operator's ServiceAccount; the least-privilege test reads it to compare
-// what the operator uses with what its RBAC grants. It also records every
+// what the operator uses with what its RBAC grants. The ReplicaSet and
+// Deployment controllers' requests are recorded too, for the fault
+// matrix's throttled API server, which counts both sides' requests. It also records every
 // pod create (with the created pod, for its name) and delete, by anyone: the
 // fault matrix counts live pods from them, the API server's own record,
 // which no broken watch can blur.
@@ -275,7 +277,7 @@ rules:
   verbs: ["delete"]
   resources: [{group: "", resources: ["pods"]}]
 - level: Metadata
-  users: ["system:serviceaccount:%s:%s"]
+  users: ["system:serviceaccount:%s:%s", "system:serviceaccount:kube-system:replicaset-controller", "system:serviceaccount:kube-system:deployment-controller"]
 - level: None
 `, ns, sa))
 }

@@ -21,7 +21,7 @@ const (
 // plugins, Pod Security), and for loopback where it does not.
 func (c *Cluster) apiserverArgs() ([]string, error) {
 	args := []string{
-		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient),
+		"--etcd-servers=" + c.etcdServer(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(c.ports.apiserver),
@@ -98,4 +98,13 @@ func (c *Cluster) apiserverArgs() ([]string, error) {
 		}
 	}
 	return append(args, c.opts.APIServerArgs...), nil
+}
+
+// etcdServer is where kube-apiserver reaches etcd: its client port, or the
+// latency proxy in front of it.
+func (c *Cluster) etcdServer() string {
+	if c.etcdProxy != nil {
+		return "http://" + c.etcdProxy.addr()
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient)
 }

@@ -28,6 +28,9 @@ type Cluster struct {
 	node *realNode
 	// dns is the real node's cluster DNS (dns.go).
 	dns net.PacketConn
+	// etcdProxy, with Options.EtcdLatencyProxy, is how kube-apiserver
+	// reaches etcd (etcdproxy.go).
+	etcdProxy *latencyProxy
 
 	mu      sync.Mutex
 	procs   []*Process // in start order
@@ -129,6 +132,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := waitFor(ctx, "etcd", []*Process{etcd},
 		httpOK(fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.etcdClient))); err != nil {
 		return err
+	}
+	if c.opts.EtcdLatencyProxy {
+		if c.etcdProxy != nil { // from a failed attempt
+			c.etcdProxy.close()
+		}
+		if c.etcdProxy, err = startLatencyProxy(fmt.Sprintf("127.0.0.1:%d", c.ports.etcdClient)); err != nil {
+			return err
+		}
 	}
 
 	args, err := c.apiserverArgs()
@@ -303,6 +314,9 @@ func (c *Cluster) Stop() error {
 		err = c.node.stop(c)
 	}
 	err = errors.Join(err, c.stopProcesses())
+	if c.etcdProxy != nil {
+		c.etcdProxy.close()
+	}
 	if c.ownsWorkDir && !c.opts.KeepWorkDir {
 		if rmErr := os.RemoveAll(c.workDir); rmErr != nil {
 			err = errors.Join(err, rmErr)

@@ -51,6 +51,10 @@ type Options struct {
 	// controller.
 	KwokPodParallelism int
 
+	// EtcdLatencyProxy puts a proxy between kube-apiserver and etcd whose
+	// latency Cluster.SetEtcdLatency sets: a slow etcd, for fault tests.
+	EtcdLatencyProxy bool
+
 	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML); the API
 	// server then writes JSON audit events to Cluster.AuditLogPath. Off by
 	// default because it slows large runs down.
