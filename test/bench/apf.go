@@ -29,8 +29,9 @@ const queuedAfter = "0.005"
 
 // controllerFlowSchema is the flow schema that the API server's default
 // configuration classifies a controller's requests into: the operator's is
-// its identity's; kube-controller-manager's controllers use ServiceAccounts
-// in kube-system.
+// its identity's (none when exempt); kube-controller-manager's controllers
+// use ServiceAccounts in kube-system, and share that flow schema, so the
+// ReplicaSet phases' figures are all of kube-controller-manager's.
 func (b *bench) controllerFlowSchema(kind string) string {
 	if kind == "podset" {
 		return b.id.flowSchema

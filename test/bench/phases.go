@@ -205,7 +205,10 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	}
 	apiServerBefore, nodesBefore := cpuOf(b.apiServerPID), cpuOf(b.nodePIDs...)
 	flowSchema := b.controllerFlowSchema(res.Kind)
-	apfBefore, apfErr := scrapeAPF(ctx, b.cs, flowSchema)
+	apfBefore, apfErr := apfCounts{}, error(nil)
+	if flowSchema != "" {
+		apfBefore, apfErr = scrapeAPF(ctx, b.cs, flowSchema)
+	}
 	// Profiles of the first 15 s of the scale-up: the operator's (PodSet
 	// phases) and the API server's (both kinds, to compare where its CPU
 	// goes: on two cores it is what every controller waits for).
@@ -308,7 +311,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	}
 	res.APIServerCPUS = (cpuOf(b.apiServerPID) - apiServerBefore).Seconds()
 	res.NodesCPUS = (cpuOf(b.nodePIDs...) - nodesBefore).Seconds()
-	if apfErr == nil {
+	if flowSchema != "" && apfErr == nil {
 		if apfAfter, err := scrapeAPF(ctx, b.cs, flowSchema); err == nil {
 			apf := apfAfter.since(apfBefore)
 			res.APFFlowSchema, res.APFRequests, res.APFQueued, res.APFWaitS, res.APFRejected = flowSchema, int(apf.Requests), int(apf.Queued), apf.WaitS, int(apf.Rejected)

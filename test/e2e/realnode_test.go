@@ -480,9 +480,8 @@ func testRealCrashLoop(t *testing.T) {
 
 // testRealDeletion: deleting a PodSet deletes its pods through the garbage
 // collector (the pods' owner references), and their containers stop within
-// the pods' grace period. The default operand's `sleep`, PID 1 of its
-// container, ignores SIGTERM, so the kubelet waits the whole grace period
-// (30 s) and then kills it.
+// the pods' grace period (the default operand ends on SIGTERM, well before
+// it).
 func testRealDeletion(t *testing.T) {
 	ps := newRealPodSet(t, "real-delete", 2, nil)
 	pods := waitRunning(t, ps, 2)

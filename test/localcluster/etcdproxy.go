@@ -15,8 +15,8 @@ import (
 // so that every etcd request takes at least twice that long, as a slow
 // network or disk in front of etcd makes it. A chunk waits for the latency
 // set when it was read, and chunks keep their order: latency without a cap
-// on throughput. This machine's kernel has no netem qdisc, which `tc` would
-// need for the same.
+// on throughput. A proxy rather than `tc`'s netem, which needs a kernel
+// module that a CI machine or container may not have.
 type latencyProxy struct {
 	ln      net.Listener
 	target  string

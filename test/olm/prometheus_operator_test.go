@@ -369,9 +369,9 @@ func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (drop
 	}))
 
 	// Deleted while the operator and its CRD are there, as the README says.
-	// Its pod's `sleep` ignores SIGTERM and takes its 30 s grace period to
-	// stop: once the garbage collector has deleted it, the rest is left to
-	// the kubelet and to the namespace's deletion.
+	// Once the garbage collector has deleted its pod, the rest (the
+	// container's end, within its grace period) is left to the kubelet and
+	// to the namespace's deletion.
 	must(t, k8s.Delete(ctx, ps))
 	must(t, poll(ctx, time.Minute, func() (bool, string, error) {
 		var pods corev1.PodList
