@@ -31,13 +31,15 @@ import (
 // file under /run. Stop restores from it; so does the next start, and
 // Cleanup, after a crash: the state file outlives the process that wrote it.
 const (
-	nodeBridge  = "lcbr0"
-	nodeSubnet  = "10.213.0.0/24"
-	nodeIP      = "10.213.0.1"
-	podRangeMin = "10.213.0.10"
-	guardChain  = "LOCALCLUSTER-GUARD"
-	stateDir    = "/run/localcluster-realnode"
-	ipForward   = "/proc/sys/net/ipv4/ip_forward"
+	nodeBridge = "lcbr0"
+	// nodeBridgeMAC is locally administered, from nodeIP.
+	nodeBridgeMAC = "02:00:0a:d5:00:01"
+	nodeSubnet    = "10.213.0.0/24"
+	nodeIP        = "10.213.0.1"
+	podRangeMin   = "10.213.0.10"
+	guardChain    = "LOCALCLUSTER-GUARD"
+	stateDir      = "/run/localcluster-realnode"
+	ipForward     = "/proc/sys/net/ipv4/ip_forward"
 )
 
 // hostState is what Cleanup needs to put the host back.
@@ -121,7 +123,12 @@ func prepareHost(workDir string, apiserverPort int) error {
 		}
 	}
 	for _, args := range [][]string{
-		{"link", "add", nodeBridge, "type", "bridge"},
+		// A bridge whose address is not set takes the lowest of its
+		// ports' and changes it as pods come and go: a pod that resolved
+		// the gateway before another pod's veth left then sends to an
+		// address the bridge no longer has, and its packets to the node
+		// are lost until its ARP entry expires. A set address stays.
+		{"link", "add", nodeBridge, "address", nodeBridgeMAC, "type", "bridge"},
 		{"addr", "add", nodeIP + "/24", "dev", nodeBridge},
 		{"link", "set", nodeBridge, "up"},
 	} {
