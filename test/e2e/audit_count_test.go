@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// podAuditEvent is the part of an audit event about a pod create or delete
-// that auditMaxLive reads.
+// podAuditEvent is the part of an audit event about a pod create, delete or
+// status write that auditMaxLive reads.
 type podAuditEvent struct {
 	Verb      string `json:"verb"`
 	ObjectRef *struct {
@@ -25,36 +25,57 @@ type podAuditEvent struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	// ResponseObject is the created pod (creates are logged at
-	// RequestResponse level): a generated name is known only from it.
+	// RequestResponse level): a generated name is known only from it. For
+	// a status write it is the pod as written, with its phase.
 	ResponseObject *struct {
 		Metadata struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
 	} `json:"responseObject"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
 // at is when the event counts. A create counts when its response was
-// complete: the pod existed by then. A delete counts when the request was
-// received: the pod was alive until then. The API server may complete a
-// delete's response after a create that its watch event caused (a
-// controller that sees the deletion creates a replacement), so ordering
-// deletes by their completion would count the replacement and the pod it
-// replaces as alive at once; ordered so, the count is a lower bound.
+// complete: the pod existed by then. A delete, or a status write that ends
+// the pod, counts when the request was received: the pod was alive until
+// then. The API server may complete such a response after a create that its
+// watch event caused (a controller that sees the pod end creates a
+// replacement), so ordering them by their completion would count the
+// replacement and the pod it replaces as alive at once; ordered so, the
+// count is a lower bound.
 func (e podAuditEvent) at() time.Time {
-	if e.Verb == "delete" {
-		return e.RequestReceivedTimestamp
+	if e.Verb == "create" {
+		return e.StageTimestamp
 	}
-	return e.StageTimestamp
+	return e.RequestReceivedTimestamp
+}
+
+// ends says whether the event ends a pod's life: a delete (which sets its
+// deletionTimestamp) or a status write to Failed or Succeeded.
+func (e podAuditEvent) ends() bool {
+	switch {
+	case e.Verb == "delete" && e.ObjectRef.Subresource == "":
+		return true
+	case (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef.Subresource == "status" && e.ResponseObject != nil:
+		phase := e.ResponseObject.Status.Phase
+		return phase == "Failed" || phase == "Succeeded"
+	}
+	return false
 }
 
 // auditMaxLive is the most pods alive at once in namespace ns, from the API
 // server's audit log rather than a watch: a pod is alive from its successful
 // create until the first successful delete of it (which sets its
-// deletionTimestamp), each taken at the moment that keeps the count a lower
-// bound of the truth (podAuditEvent.at). The pods of these tests never fail or succeed on their
-// own, so that is the liveness livePods uses. A watch observer can count
+// deletionTimestamp) or status write to Failed or Succeeded, each taken at
+// the moment that keeps the count a lower bound of the truth
+// (podAuditEvent.at); that is the liveness livePods uses. The pods of these
+// tests never fail or succeed on their own; the pod garbage collector fails
+// those of a deleted node before it deletes them, and its status writes are
+// the only ones the audit policy records. A watch observer can count
 // wrong when its watch breaks (a relist hands over the pods that exist
 // before the deletions of those that vanished), the audit log cannot.
 func auditMaxLive(ns string) (int, error) {
@@ -76,7 +97,7 @@ func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 		if json.Unmarshal(s.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
 			continue
 		}
-		if e.ObjectRef.Resource != "pods" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns {
+		if e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
 			continue
 		}
 		if c := e.ResponseStatus.Code; c < 200 || c > 299 {
@@ -91,12 +112,12 @@ func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 	live := map[string]bool{}
 	most := 0
 	for _, e := range events {
-		switch e.Verb {
-		case "create":
+		switch {
+		case e.Verb == "create" && e.ObjectRef.Subresource == "":
 			if e.ResponseObject != nil {
 				live[e.ResponseObject.Metadata.Name] = true
 			}
-		case "delete":
+		case e.ends():
 			delete(live, e.ObjectRef.Name)
 		}
 		most = max(most, len(live))

@@ -10,9 +10,9 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// A controller replaces a deleted pod as soon as it sees the deletion; the
-// API server may log the delete's response after the replacement's create.
-// Counted by the delete's receipt, the two never overlap.
+// A controller replaces a deleted or failed pod as soon as it sees it end;
+// the API server may log the delete's or status write's response after the
+// replacement's create. Counted by their receipt, the two never overlap.
 func TestMaxLiveInAuditLogCountsADeleteWhenReceived(t *testing.T) {
 	g := NewWithT(t)
 	log := strings.Join([]string{
@@ -22,6 +22,16 @@ func TestMaxLiveInAuditLogCountsADeleteWhenReceived(t *testing.T) {
 		// 1.050) before the delete's response completed (1.100).
 		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"c"}},"requestReceivedTimestamp":"2026-11-23T10:00:01.030000Z","stageTimestamp":"2026-11-23T10:00:01.050000Z"}`,
 		`{"verb":"delete","objectRef":{"resource":"pods","namespace":"ns","name":"b"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.100000Z"}`,
+		// a and c marked Failed (the pod garbage collector, on a deleted
+		// node) and replaced by d and e before their deletes: a pod ends
+		// when it fails. A status write that does not end it counts for
+		// nothing.
+		`{"verb":"patch","objectRef":{"resource":"pods","subresource":"status","namespace":"ns","name":"a"},"responseStatus":{"code":200},"responseObject":{"metadata":{"name":"a"},"status":{"phase":"Failed"}},"requestReceivedTimestamp":"2026-11-23T10:00:02.000000Z","stageTimestamp":"2026-11-23T10:00:02.020000Z"}`,
+		`{"verb":"update","objectRef":{"resource":"pods","subresource":"status","namespace":"ns","name":"c"},"responseStatus":{"code":200},"responseObject":{"metadata":{"name":"c"},"status":{"phase":"Failed"}},"requestReceivedTimestamp":"2026-11-23T10:00:02.000000Z","stageTimestamp":"2026-11-23T10:00:02.020000Z"}`,
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"d"}},"requestReceivedTimestamp":"2026-11-23T10:00:02.030000Z","stageTimestamp":"2026-11-23T10:00:02.040000Z"}`,
+		`{"verb":"create","objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"e"}},"requestReceivedTimestamp":"2026-11-23T10:00:02.030000Z","stageTimestamp":"2026-11-23T10:00:02.045000Z"}`,
+		`{"verb":"delete","objectRef":{"resource":"pods","namespace":"ns","name":"a"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-23T10:00:02.050000Z","stageTimestamp":"2026-11-23T10:00:02.060000Z"}`,
+		`{"verb":"patch","objectRef":{"resource":"pods","subresource":"status","namespace":"ns","name":"d"},"responseStatus":{"code":200},"responseObject":{"metadata":{"name":"d"},"status":{"phase":"Running"}},"requestReceivedTimestamp":"2026-11-23T10:00:02.070000Z","stageTimestamp":"2026-11-23T10:00:02.080000Z"}`,
 		// Other namespaces, subresources and failed requests do not count.
 		`{"verb":"create","objectRef":{"resource":"pods","namespace":"other"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"x"}},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.060000Z"}`,
 		`{"verb":"create","objectRef":{"resource":"pods","subresource":"binding","namespace":"ns","name":"c"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-11-23T10:00:01.000000Z","stageTimestamp":"2026-11-23T10:00:01.060000Z"}`,

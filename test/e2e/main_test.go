@@ -262,9 +262,11 @@ func applyObjects(ctx context.Context, objs []*unstructured.Unstructured) (strin
 // what the operator uses with what its RBAC grants. The ReplicaSet and
 // Deployment controllers' requests are recorded too, for the fault
 // matrix's throttled API server, which counts both sides' requests. It also records every
-// pod create (with the created pod, for its name) and delete, by anyone: the
-// fault matrix counts live pods from them, the API server's own record,
-// which no broken watch can blur.
+// pod create (with the created pod, for its name) and delete, by anyone, and
+// the pod garbage collector's status writes (with the pod, for its phase: it
+// marks a deleted node's pods Failed before it deletes them): the fault
+// matrix counts live pods from them, the API server's own record, which no
+// broken watch can blur.
 func auditPolicy(ns, sa string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -276,6 +278,10 @@ rules:
 - level: Metadata
   verbs: ["delete"]
   resources: [{group: "", resources: ["pods"]}]
+- level: RequestResponse
+  users: ["system:serviceaccount:kube-system:pod-garbage-collector"]
+  verbs: ["patch", "update"]
+  resources: [{group: "", resources: ["pods/status"]}]
 - level: Metadata
   users: ["system:serviceaccount:%s:%s", "system:serviceaccount:kube-system:replicaset-controller", "system:serviceaccount:kube-system:deployment-controller"]
 - level: None
