@@ -90,22 +90,15 @@ func auditMaxLive(ns string) (int, error) {
 // maxLiveInAuditLog is auditMaxLive over an audit log's JSON lines.
 func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 	var events []podAuditEvent
-	s := bufio.NewScanner(log)
-	s.Buffer(make([]byte, 16*1024*1024), 16*1024*1024)
-	for s.Scan() {
-		var e podAuditEvent
-		if json.Unmarshal(s.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
-			continue
+	err := eachAuditEvent(log, func(e podAuditEvent) {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
+			return
 		}
-		if e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
-			continue
+		if c := e.ResponseStatus.Code; c >= 200 && c <= 299 {
+			events = append(events, e)
 		}
-		if c := e.ResponseStatus.Code; c < 200 || c > 299 {
-			continue
-		}
-		events = append(events, e)
-	}
-	if err := s.Err(); err != nil {
+	})
+	if err != nil {
 		return 0, err
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
@@ -123,4 +116,29 @@ func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 		most = max(most, len(live))
 	}
 	return most, nil
+}
+
+// eachAuditEvent decodes each of an audit log's JSON lines as an E and hands
+// it to f. A line that does not decode is skipped: the fault matrix kills
+// the API server, which may leave its last line half written.
+func eachAuditEvent[E any](log io.Reader, f func(E)) error {
+	s := bufio.NewScanner(log)
+	s.Buffer(make([]byte, 16*1024*1024), 16*1024*1024)
+	for s.Scan() {
+		var e E
+		if json.Unmarshal(s.Bytes(), &e) == nil {
+			f(e)
+		}
+	}
+	return s.Err()
+}
+
+// eachClusterAuditEvent is eachAuditEvent over the cluster's audit log.
+func eachClusterAuditEvent[E any](f func(E)) error {
+	log, err := os.Open(env.cluster.AuditLogPath())
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	return eachAuditEvent(log, f)
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,33 +127,23 @@ func (c requestCount) String(span time.Duration) string {
 // auditRequests counts, per user, the requests the API server received
 // from users in [from, to).
 func auditRequests(users []string, from, to time.Time) (map[string]requestCount, error) {
-	f, err := os.Open(env.cluster.AuditLogPath())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	want := map[string]bool{}
 	for _, u := range users {
 		want[u] = true
 	}
+	type request struct {
+		User struct {
+			Username string `json:"username"`
+		} `json:"user"`
+		ResponseStatus *struct {
+			Code int `json:"code"`
+		} `json:"responseStatus"`
+		RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	}
 	counts := map[string]requestCount{}
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 16*1024*1024), 16*1024*1024)
-	for s.Scan() {
-		var e struct {
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ResponseStatus *struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-		}
-		if json.Unmarshal(s.Bytes(), &e) != nil || !want[e.User.Username] {
-			continue
-		}
-		if at := e.RequestReceivedTimestamp; at.Before(from) || !at.Before(to) {
-			continue
+	err := eachClusterAuditEvent(func(e request) {
+		if at := e.RequestReceivedTimestamp; !want[e.User.Username] || at.Before(from) || !at.Before(to) {
+			return
 		}
 		c := counts[e.User.Username]
 		c.all++
@@ -162,8 +151,8 @@ func auditRequests(users []string, from, to time.Time) (map[string]requestCount,
 			c.rejected++
 		}
 		counts[e.User.Username] = c
-	}
-	return counts, s.Err()
+	})
+	return counts, err
 }
 
 // squeezeFor squeezes the controllers for d, then reports and checks the

@@ -3,10 +3,7 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -77,17 +74,10 @@ func testLeastPrivilege(t *testing.T) {
 
 	used := map[string]bool{}
 	var denied []string
-	f, err := os.Open(env.cluster.AuditLogPath())
-	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 4*1024*1024), 4*1024*1024)
 	requests := 0
-	for s.Scan() {
-		var e auditEvent
-		Expect(json.Unmarshal(s.Bytes(), &e)).To(Succeed())
+	Expect(eachClusterAuditEvent(func(e auditEvent) {
 		if e.User.Username != user || e.ObjectRef == nil {
-			continue
+			return
 		}
 		requests++
 		res := e.ObjectRef.Resource
@@ -98,8 +88,7 @@ func testLeastPrivilege(t *testing.T) {
 		if e.deniedByRBAC() {
 			denied = append(denied, e.Verb+" "+e.RequestURI)
 		}
-	}
-	Expect(s.Err()).NotTo(HaveOccurred())
+	})).To(Succeed())
 	step("the operator made %d audited requests as %s", requests, user)
 	Expect(requests).To(BeNumerically(">", 0), "no request of the operator's ServiceAccount in the audit log")
 	Expect(denied).To(BeEmpty(), "requests of the operator denied by RBAC")
