@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"strconv"
-	"strings"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -25,7 +22,7 @@ type apfCounts struct {
 // queuedAfter is the histogram bucket under which a request counts as not
 // queued: every request's wait is measured, and is never exactly 0 even
 // when a seat was free (the API server's buckets start 0, 0.005, 0.02).
-const queuedAfter = "0.005"
+const queuedAfter = 0.005
 
 // controllerFlowSchema is the flow schema that the API server's default
 // configuration classifies a controller's requests into: the operator's is
@@ -51,34 +48,31 @@ func scrapeAPF(ctx context.Context, cs kubernetes.Interface, flowSchema string) 
 // parseAPF reads a flow schema's counters from the API server's metrics
 // text.
 func parseAPF(data []byte, flowSchema string) (apfCounts, error) {
+	families, err := metricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return apfCounts{}, err
+	}
 	var c apfCounts
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-		if open < 0 || end < open || labelValue(line[:end], "flow_schema") != flowSchema {
+	for _, m := range families["apiserver_flowcontrol_request_wait_duration_seconds"].GetMetric() {
+		if labelValue(m, "flow_schema") != flowSchema {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		switch line[:open] {
-		case "apiserver_flowcontrol_request_wait_duration_seconds_count":
-			c.Requests += v
-			c.Queued += v
-		case "apiserver_flowcontrol_request_wait_duration_seconds_bucket":
-			if labelValue(line[:end], "le") == queuedAfter {
-				c.Queued -= v
+		h := m.GetHistogram()
+		c.Requests += float64(h.GetSampleCount())
+		c.WaitS += h.GetSampleSum()
+		c.Queued += float64(h.GetSampleCount())
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == queuedAfter {
+				c.Queued -= float64(b.GetCumulativeCount())
 			}
-		case "apiserver_flowcontrol_request_wait_duration_seconds_sum":
-			c.WaitS += v
-		case "apiserver_flowcontrol_rejected_requests_total":
-			c.Rejected += v
 		}
 	}
-	return c, sc.Err()
+	for _, m := range families["apiserver_flowcontrol_rejected_requests_total"].GetMetric() {
+		if labelValue(m, "flow_schema") == flowSchema {
+			c.Rejected += m.GetCounter().GetValue()
+		}
+	}
+	return c, nil
 }
 
 // since is what happened between before and c.

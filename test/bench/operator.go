@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -157,8 +156,7 @@ func (o *operator) waitQuiet(ctx context.Context) {
 	}
 }
 
-// scrape reads the operator's metrics. The Prometheus text format is simple
-// enough to read line by line: a sample is `name{label="value",...} number`.
+// scrape reads the operator's metrics.
 func (o *operator) scrape() (operatorCounts, error) {
 	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}, queue: map[string]float64{}}
 	resp, err := http.Get(o.metricsURL)
@@ -169,57 +167,32 @@ func (o *operator) scrape() (operatorCounts, error) {
 	if resp.StatusCode != http.StatusOK {
 		return counts, fmt.Errorf("GET %s: %s", o.metricsURL, resp.Status)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-		if open < 0 || end < open || strings.HasPrefix(line, "#") {
-			continue
-		}
-		// Each sample counted goes into a map, under the value of one of
-		// its labels (the work queue's, under a fixed key).
-		var into map[string]float64
-		var key string
-		switch name := line[:open]; {
-		case name == "rest_client_requests_total":
-			into, key = counts.requests, labelValue(line[:end], "method")
-		case name == "podset_operator_pod_creates_total":
-			into, key = counts.creates, labelValue(line[:end], "result")
-		case workQueueKeys[name] != "" && strings.Contains(line, `name="podset"`):
-			into, key = counts.queue, workQueueKeys[name]
-		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return counts, fmt.Errorf("bad sample %q: %w", line, err)
-		}
-		into[key] += v
+	families, err := metricFamilies(resp.Body)
+	if err != nil {
+		return counts, fmt.Errorf("GET %s: %w", o.metricsURL, err)
 	}
-	return counts, sc.Err()
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		counts.requests[labelValue(m, "method")] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["podset_operator_pod_creates_total"].GetMetric() {
+		counts.creates[labelValue(m, "result")] += m.GetCounter().GetValue()
+	}
+	for family, key := range workQueueHistograms {
+		for _, m := range families[family].GetMetric() {
+			if labelValue(m, "name") == "podset" {
+				counts.queue[key+"_sum"] += m.GetHistogram().GetSampleSum()
+				counts.queue[key+"_count"] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return counts, nil
 }
 
-// workQueueKeys names the work queue histogram series operatorCounts.queue
-// keeps.
-var workQueueKeys = map[string]string{
-	"workqueue_queue_duration_seconds_sum":   "queue_sum",
-	"workqueue_queue_duration_seconds_count": "queue_count",
-	"workqueue_work_duration_seconds_sum":    "work_sum",
-	"workqueue_work_duration_seconds_count":  "work_count",
-}
-
-// labelValue extracts one label's value from `name{a="x",b="y"`.
-func labelValue(s, label string) string {
-	i := strings.Index(s, label+`="`)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(label)+2:]
-	if j := strings.IndexByte(s, '"'); j >= 0 {
-		return s[:j]
-	}
-	return ""
+// workQueueHistograms names the work queue histograms whose sums and counts
+// operatorCounts.queue keeps, by the key prefix it keeps them under.
+var workQueueHistograms = map[string]string{
+	"workqueue_queue_duration_seconds": "queue",
+	"workqueue_work_duration_seconds":  "work",
 }
 
 // profile saves one pprof profile (e.g. "heap", or "profile?seconds=20").

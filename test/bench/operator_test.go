@@ -21,22 +21,30 @@ func metricsServer(pages ...string) *httptest.Server {
 func TestScrapeReadsRequestsCreatesAndTheWorkQueue(t *testing.T) {
 	g := NewWithT(t)
 	srv := metricsServer(`# HELP rest_client_requests_total x
+# TYPE rest_client_requests_total counter
 rest_client_requests_total{code="201",host="h",method="POST"} 10
 rest_client_requests_total{code="200",host="h",method="GET"} 99
+# TYPE podset_operator_pod_creates_total counter
 podset_operator_pod_creates_total{result="created"} 8
 podset_operator_pod_creates_total{result="uncertain"} 1
+# TYPE workqueue_queue_duration_seconds histogram
 workqueue_queue_duration_seconds_sum{controller="podset",name="podset"} 2
 workqueue_queue_duration_seconds_count{controller="podset",name="podset"} 10
 workqueue_queue_duration_seconds_sum{controller="other",name="other"} 50
+# TYPE workqueue_work_duration_seconds histogram
 workqueue_work_duration_seconds_sum{controller="podset",name="podset"} 1
 workqueue_work_duration_seconds_count{controller="podset",name="podset"} 10
-`, `rest_client_requests_total{code="201",host="h",method="POST"} 20
+`, `# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="201",host="h",method="POST"} 20
 rest_client_requests_total{code="200",host="h",method="DELETE"} 5
+# TYPE podset_operator_pod_creates_total counter
 podset_operator_pod_creates_total{result="created"} 18
 podset_operator_pod_creates_total{result="uncertain"} 1
 podset_operator_pod_creates_total{result="failed"} 4
+# TYPE workqueue_queue_duration_seconds histogram
 workqueue_queue_duration_seconds_sum{controller="podset",name="podset"} 5
 workqueue_queue_duration_seconds_count{controller="podset",name="podset"} 20
+# TYPE workqueue_work_duration_seconds histogram
 workqueue_work_duration_seconds_sum{controller="podset",name="podset"} 3
 workqueue_work_duration_seconds_count{controller="podset",name="podset"} 30
 `)
