@@ -120,7 +120,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.writeKubeconfigs(); err != nil {
 		return err
 	}
-	admin, err := kubernetes.NewForConfig(c.admin)
+	admin, err := c.adminClientset()
 	if err != nil {
 		return err
 	}
@@ -349,6 +349,9 @@ func (c *Cluster) KubeconfigPath() string { return filepath.Join(c.workDir, "kub
 
 // RESTConfig returns a copy of the cluster-admin client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.admin) }
+
+// adminClientset is a cluster-admin clientset of the cluster's API server.
+func (c *Cluster) adminClientset() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(c.admin) }
 
 // WorkDir holds certificates, kubeconfigs, etcd data and logs.
 func (c *Cluster) WorkDir() string { return c.workDir }

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // The real node's cluster DNS: what CoreDNS is to a cluster, reduced to what
@@ -43,7 +42,7 @@ type serviceLookup func(ctx context.Context, namespace, name string) (ips []neti
 
 // startClusterDNS serves the cluster's DNS on addr until the cluster stops.
 func (c *Cluster) startClusterDNS(addr string) error {
-	client, err := kubernetes.NewForConfig(c.admin)
+	client, err := c.adminClientset()
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Fault injection for the reliability suite (test/e2e, `make test-chaos`):
@@ -74,7 +73,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 		}
 	}
 	c.mu.Unlock()
-	admin, err := kubernetes.NewForConfig(c.admin)
+	admin, err := c.adminClientset()
 	if err != nil {
 		return err
 	}

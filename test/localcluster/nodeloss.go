@@ -10,7 +10,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -52,7 +51,7 @@ func (c *Cluster) RecreateNode(ctx context.Context, name string) error {
 	if err != nil || NodeName(i) != name {
 		return fmt.Errorf("%q is not a node of the local cluster", name)
 	}
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	cs, err := c.adminClientset()
 	if err != nil {
 		return err
 	}
@@ -60,7 +59,7 @@ func (c *Cluster) RecreateNode(ctx context.Context, name string) error {
 }
 
 func (c *Cluster) updateNodeLease(ctx context.Context, name string, change func(*coordinationv1.LeaseSpec)) error {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	cs, err := c.adminClientset()
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -18,7 +17,7 @@ import (
 // operator runs with the RBAC it ships. Write it to a file for another process
 // with WriteKubeconfig.
 func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string, expiration time.Duration) (*rest.Config, error) {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	cs, err := c.adminClientset()
 	if err != nil {
 		return nil, err
 	}
