@@ -93,11 +93,12 @@ func (o *operator) stop() { _ = o.proc.Stop() }
 type requestCounts map[string]float64
 
 // operatorCounts is what one scrape of the operator's metrics says: its
-// requests by HTTP method, and the pod creates it sent by result
-// (podset_operator_pod_creates_total).
+// requests by HTTP method, and the pod creates and deletes it sent by
+// result (podset_operator_pod_creates_total, podset_operator_pod_deletes_total).
 type operatorCounts struct {
 	requests requestCounts
 	creates  map[string]float64
+	deletes  map[string]float64
 	// queue holds the PodSet controller's work queue histograms' sums
 	// and counts (workqueue_queue_duration_seconds: how long a PodSet
 	// waited for a worker; workqueue_work_duration_seconds: how long its
@@ -137,6 +138,12 @@ func (c operatorCounts) podsCreatedSince(before operatorCounts) int {
 	return int(made(c.creates) - made(before.creates))
 }
 
+// podsDeletedSince is how many pods the operator's deletes marked for
+// deletion since the scrape before (not those already gone).
+func (c operatorCounts) podsDeletedSince(before operatorCounts) int {
+	return int(c.deletes["deleted"] - before.deletes["deleted"])
+}
+
 // waitQuiet waits until the operator has sent no write for a second, at
 // most ten: after a phase's namespace is gone, so that nothing the operator
 // still sends about it is counted in the next phase.
@@ -158,7 +165,7 @@ func (o *operator) waitQuiet(ctx context.Context) {
 
 // scrape reads the operator's metrics.
 func (o *operator) scrape() (operatorCounts, error) {
-	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}, queue: map[string]float64{}}
+	counts := operatorCounts{requests: requestCounts{}, creates: map[string]float64{}, deletes: map[string]float64{}, queue: map[string]float64{}}
 	resp, err := http.Get(o.metricsURL)
 	if err != nil {
 		return counts, err
@@ -176,6 +183,9 @@ func (o *operator) scrape() (operatorCounts, error) {
 	}
 	for _, m := range families["podset_operator_pod_creates_total"].GetMetric() {
 		counts.creates[labelValue(m, "result")] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["podset_operator_pod_deletes_total"].GetMetric() {
+		counts.deletes[labelValue(m, "result")] += m.GetCounter().GetValue()
 	}
 	for family, key := range workQueueHistograms {
 		for _, m := range families[family].GetMetric() {

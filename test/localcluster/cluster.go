@@ -351,7 +351,9 @@ func (c *Cluster) KubeconfigPath() string { return filepath.Join(c.workDir, "kub
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.admin) }
 
 // adminClientset is a cluster-admin clientset of the cluster's API server.
-func (c *Cluster) adminClientset() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(c.admin) }
+func (c *Cluster) adminClientset() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(c.admin)
+}
 
 // WorkDir holds certificates, kubeconfigs, etcd data and logs.
 func (c *Cluster) WorkDir() string { return c.workDir }
