@@ -178,14 +178,17 @@ func (o *operator) scrape() (operatorCounts, error) {
 	if err != nil {
 		return counts, fmt.Errorf("GET %s: %w", o.metricsURL, err)
 	}
-	for _, m := range families["rest_client_requests_total"].GetMetric() {
-		counts.requests[labelValue(m, "method")] += m.GetCounter().GetValue()
-	}
-	for _, m := range families["podset_operator_pod_creates_total"].GetMetric() {
-		counts.creates[labelValue(m, "result")] += m.GetCounter().GetValue()
-	}
-	for _, m := range families["podset_operator_pod_deletes_total"].GetMetric() {
-		counts.deletes[labelValue(m, "result")] += m.GetCounter().GetValue()
+	for _, c := range []struct {
+		into          map[string]float64
+		family, label string
+	}{
+		{counts.requests, "rest_client_requests_total", "method"},
+		{counts.creates, "podset_operator_pod_creates_total", "result"},
+		{counts.deletes, "podset_operator_pod_deletes_total", "result"},
+	} {
+		for _, m := range families[c.family].GetMetric() {
+			c.into[labelValue(m, c.label)] += m.GetCounter().GetValue()
+		}
 	}
 	for family, key := range workQueueHistograms {
 		for _, m := range families[family].GetMetric() {

@@ -205,7 +205,10 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	}
 	apiServerBefore, nodesBefore := cpuOf(b.apiServerPID), cpuOf(b.nodePIDs...)
 	flowSchema := b.controllerFlowSchema(res.Kind)
-	apfBefore, apfErr := apfCounts{}, error(nil)
+	var (
+		apfBefore apfCounts
+		apfErr    error
+	)
 	if flowSchema != "" {
 		apfBefore, apfErr = scrapeAPF(ctx, b.cs, flowSchema)
 	}
