@@ -40,7 +40,7 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: slimPod},
+			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
 			&appsv1.ControllerRevision{}: {Label: operand.ManagedSelector()},
@@ -55,7 +55,23 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 	return opts
 }
 
-// slimPod is the transform of cached pods. The reconciler reads a pod's
+// newPodTransform is the transform of cached pods: slimPod, then the pod's
+// common parts shared with the other cached pods (see sharedValues).
+func newPodTransform(now func() time.Time) toolscache.TransformFunc {
+	shared := newSharedValues(now)
+	return func(obj any) (any, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			// A cache.DeletedFinalStateUnknown tombstone: nothing to slim.
+			return obj, nil
+		}
+		slimPod(pod)
+		shared.sharePod(pod, operand.HasInPlaceGate(pod))
+		return pod, nil
+	}
+}
+
+// slimPod slims a cached pod. The reconciler reads a pod's
 // metadata, spec.nodeName (deletion ranking) and status (liveness,
 // readiness, restart counts), never the rest of its spec: pods are created
 // from the PodSet, not compared with it. The spec is most of a pod's size
@@ -80,20 +96,14 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 // revisions existed (operator v0.1.0) or are orphans, and the reconciler
 // compares their containers with the pod template once, to label them (see
 // labelUnrevisionedPods). Once labelled, their next event slims them too.
-func slimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		// A cache.DeletedFinalStateUnknown tombstone: nothing to slim.
-		return obj, nil
-	}
+func slimPod(pod *corev1.Pod) {
 	pod.ManagedFields = nil
 	pod.Status = slimPodStatus(&pod.Status, operand.HasInPlaceGate(pod))
 	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
 		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: pod.Spec.Containers, ReadinessGates: pod.Spec.ReadinessGates}
-		return pod, nil
+		return
 	}
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
-	return pod, nil
 }
 
 // waitingReasons are the kubelet's reasons for a waiting container that

@@ -1,0 +1,191 @@
+package podcache
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// sharedValues makes the parts that cached pods have in common one value
+// that all of them point to, instead of one copy per pod: the pods of a
+// PodSet revision carry the same labels, annotations and owner reference,
+// sit in a few namespaces and on a few nodes, and most of them report the
+// same slimmed container statuses. The API server's decoder allocates each
+// of those anew for every pod and every event; held per pod they were about
+// a third of the operator's heap.
+//
+// Sharing is safe because cached objects are read-only: the reconciler
+// copies a pod (DeepCopy) before it changes one, and controller-runtime's
+// client hands out copies too.
+//
+// What was shared is forgotten when no pod event has asked for it for one
+// to two periods (see generations), so that the revisions, nodes and
+// namespaces of the past do not stay in memory. A pod that holds a
+// forgotten value keeps it; a later pod with the same content starts a new
+// shared value.
+type sharedValues struct {
+	mu         sync.Mutex
+	strings    generations[string]
+	stringMaps generations[map[string]string]
+	owners     generations[[]metav1.OwnerReference]
+	conditions generations[[]corev1.PodCondition]
+	containers generations[[]corev1.ContainerStatus]
+}
+
+// sharedValuesPeriod is how long a shared value is kept at least without a
+// pod event asking for it. Each reuse keeps it for another period.
+const sharedValuesPeriod = 10 * time.Minute
+
+func newSharedValues(now func() time.Time) *sharedValues {
+	v := &sharedValues{}
+	for _, g := range []interface{ init(func() time.Time) }{&v.strings, &v.stringMaps, &v.owners, &v.conditions, &v.containers} {
+		g.init(now)
+	}
+	return v
+}
+
+// sharePod points pod's common parts at the shared values. pod has been
+// slimmed (slimPod): its spec holds no more than its node, readiness gates
+// and, for a pod without a revision, its containers, which are not shared.
+// A pod that may be updated in place (inPlace) keeps its containers' whole
+// states and resources (slimPodStatus); those are its own.
+func (v *sharedValues) sharePod(pod *corev1.Pod, inPlace bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pod.Namespace = v.string(pod.Namespace)
+	pod.GenerateName = v.string(pod.GenerateName)
+	pod.Spec.NodeName = v.string(pod.Spec.NodeName)
+	pod.Status.Phase = corev1.PodPhase(v.string(string(pod.Status.Phase)))
+	pod.Labels = v.stringMap(pod.Labels)
+	pod.Annotations = v.stringMap(pod.Annotations)
+	if len(pod.OwnerReferences) > 0 {
+		pod.OwnerReferences = v.owners.share(ownerReferencesKey(pod.OwnerReferences), pod.OwnerReferences)
+	}
+	if len(pod.Status.Conditions) > 0 {
+		pod.Status.Conditions = v.conditions.share(conditionsKey(pod.Status.Conditions), pod.Status.Conditions)
+	}
+	if len(pod.Status.ContainerStatuses) > 0 && !inPlace {
+		pod.Status.ContainerStatuses = v.containers.share(containerStatusesKey(pod.Status.ContainerStatuses), pod.Status.ContainerStatuses)
+	}
+}
+
+func (v *sharedValues) string(s string) string {
+	if s == "" {
+		return s
+	}
+	return v.strings.share(s, s)
+}
+
+func (v *sharedValues) stringMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	return v.stringMaps.share(stringMapKey(m), m)
+}
+
+// generations is one kind of shared value, by a key that is its whole
+// content. A value lives in the current generation or the one before; a
+// value found in the one before moves to the current one. Every period the
+// current generation becomes the one before, and the one before is
+// dropped: what nothing asked for in a whole period goes.
+type generations[V any] struct {
+	now             func() time.Time
+	rotated         time.Time
+	current, before map[string]V
+}
+
+func (g *generations[V]) init(now func() time.Time) {
+	g.now, g.rotated, g.current = now, now(), map[string]V{}
+}
+
+// share returns the shared value of key, and makes v that value if there
+// is none.
+func (g *generations[V]) share(key string, v V) V {
+	if now := g.now(); now.Sub(g.rotated) >= sharedValuesPeriod {
+		g.before, g.current, g.rotated = g.current, make(map[string]V, len(g.current)), now
+	}
+	if shared, ok := g.current[key]; ok {
+		return shared
+	}
+	if shared, ok := g.before[key]; ok {
+		v = shared
+	}
+	g.current[key] = v
+	return v
+}
+
+// The keys below write each field with its length first, so that no two
+// different contents have the same key.
+
+func appendField(key []byte, s string) []byte {
+	key = strconv.AppendInt(key, int64(len(s)), 10)
+	key = append(key, ':')
+	return append(key, s...)
+}
+
+func appendInt(key []byte, i int64) []byte {
+	return append(strconv.AppendInt(key, i, 10), ';')
+}
+
+func stringMapKey(m map[string]string) string {
+	key := make([]byte, 0, 256)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key = appendField(appendField(key, k), m[k])
+	}
+	return string(key)
+}
+
+func appendBool(key []byte, b *bool) []byte {
+	switch {
+	case b == nil:
+		return append(key, '-')
+	case *b:
+		return append(key, 't')
+	}
+	return append(key, 'f')
+}
+
+func ownerReferencesKey(refs []metav1.OwnerReference) string {
+	key := make([]byte, 0, 128)
+	for _, r := range refs {
+		key = appendField(appendField(appendField(appendField(key, r.APIVersion), r.Kind), r.Name), string(r.UID))
+		key = appendBool(appendBool(key, r.Controller), r.BlockOwnerDeletion)
+	}
+	return string(key)
+}
+
+func appendTime(key []byte, t metav1.Time) []byte {
+	if t.IsZero() {
+		return append(key, '-')
+	}
+	return appendInt(key, t.UnixNano())
+}
+
+func conditionsKey(conditions []corev1.PodCondition) string {
+	key := make([]byte, 0, 128)
+	for _, c := range conditions {
+		key = appendField(appendField(appendField(appendField(key, string(c.Type)), string(c.Status)), c.Reason), c.Message)
+		key = appendInt(appendTime(appendTime(key, c.LastProbeTime), c.LastTransitionTime), c.ObservedGeneration)
+	}
+	return string(key)
+}
+
+// containerStatusesKey is the key of container statuses as slimPodStatus
+// leaves them for a pod not updated in place: name, restarts and the
+// reason a container waits, nothing more.
+func containerStatusesKey(statuses []corev1.ContainerStatus) string {
+	key := make([]byte, 0, 64)
+	for _, cs := range statuses {
+		reason := "-"
+		if w := cs.State.Waiting; w != nil {
+			reason = "w" + w.Reason
+		}
+		key = appendInt(appendField(appendField(key, cs.Name), reason), int64(cs.RestartCount))
+	}
+	return string(key)
+}
