@@ -506,17 +506,21 @@ bench: cluster-tools build ## Run the full benchmark (about 25 min on 2 cores wi
 
 # The growth runs: the memory scenario alone, with PodSets of 10 pods and no
 # foreign pods, at each of GROWTH_OWNERS PodSets, on 10 kwok nodes (50,000
-# pod slots). docs/benchmarks.md fits and projects the figures.
-GROWTH_OWNERS ?= 1000 2000 4000
+# pod slots); then the straight lines through them, and the guard: the run
+# fails when the peak RSS grows by more than GROWTH_MAX_PEAK_KIB_PER_POD per
+# owned pod. docs/benchmarks.md ("Growth") shows the table and the lines.
+GROWTH_OWNERS ?= 1000 2500 5000
+GROWTH_MAX_PEAK_KIB_PER_POD ?= 4.5
 
 .PHONY: bench-growth
-bench-growth: cluster-tools build ## Run the growth runs (10k, 20k and 40k pods in PodSets of 10; about 10 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json.
+bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods in PodSets of 10; about 15 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json, prints the fitted lines, fails above GROWTH_MAX_PEAK_KIB_PER_POD.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	set -e; for n in $(GROWTH_OWNERS); do \
 	  mkdir -p docs/growth/$${n}x10; \
-	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -sequential-shapes "" -rollout-shapes "" \
-	    -rss -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
+	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -sequential-shapes "" -rollout-shapes "" -warm-up "" \
+	    -rss -rss-restart -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
 	done
+	$(LOCALBIN)/bench -growth-fit "$(foreach n,$(GROWTH_OWNERS),docs/growth/$(n)x10)" -growth-max-peak-kib-per-pod $(GROWTH_MAX_PEAK_KIB_PER_POD)
 
 .PHONY: bench-inplace
 INPLACE_PODS ?= 30

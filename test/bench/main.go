@@ -85,14 +85,19 @@ func main() {
 type options struct {
 	binDir, manager, crdDir, out, profileDir string
 	replot                                   string
-	shapes, rolloutShapes                    []shape
-	runs, nodes                              int
-	smoke, rss, requests, keepLogs           bool
-	rssShape                                 shape
+	// growthFit, when set, only fits the growth runs in these directories
+	// (space-separated) and checks the fit against growthMaxPeakKiB.
+	growthFit                      string
+	growthMaxPeakKiB               float64
+	shapes, rolloutShapes          []shape
+	runs, nodes                    int
+	smoke, rss, requests, keepLogs bool
+	rssShape                       shape
 	// warmUp, when set, is the shape of one unmeasured phase of each kind
 	// before the first run (warmUpPhases).
 	warmUp                     *shape
 	rssForeign                 int
+	rssRestart                 bool
 	phaseTimeout, stallTimeout time.Duration
 	operatorArgs               []string
 	// inPlacePods, when set, runs only the in-place phase (inplace.go)
@@ -118,6 +123,7 @@ func parseFlags() (options, error) {
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
 	warmUp := flag.String("warm-up", "100x10", "OWNERSxREPLICAS shape of one unmeasured phase of each kind before the first run, so that no measured phase meets a cold API server; empty skips it")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
+	flag.BoolVar(&o.rssRestart, "rss-restart", false, "end the memory scenario with a restart: the settled operator stopped, a pod of each of the first 10 PodSets deleted, a new operator started; its time to act and to catch up, and its peak RSS")
 	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "the operator binary")
 	flag.StringVar(&o.crdDir, "crd-dir", "config/crd/bases", "the CRD manifests")
@@ -130,6 +136,8 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.inPlaceSurge, "inplace-surge", "25%", "maxSurge of every owner of the in-place phase (maxUnavailable is 25%)")
 	flag.StringVar(&o.nodeImages, "node-images", os.Getenv("NODE_IMAGES"), "the real node's image archives (hack/build-node-images.sh), for -inplace-pods")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
+	flag.StringVar(&o.growthFit, "growth-fit", "", "only fit the growth runs in these space-separated directories (each with a benchmarks.json of the memory scenario without foreign pods), print the table and the fitted lines, and check -growth-max-peak-kib-per-pod")
+	flag.Float64Var(&o.growthMaxPeakKiB, "growth-max-peak-kib-per-pod", 0, "with -growth-fit: fail when the fitted peak RSS grows by more than this many KiB per owned pod (0: no check)")
 	operatorArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated")
 	flag.StringVar(&o.identity, "operator-identity", identityServiceAccount, "who the operator runs as: serviceaccount (config/default's ServiceAccount and RBAC, as installed; API Priority and Fairness queues it in workload-low) or admin (cluster-admin, which APF exempts)")
 	flag.StringVar(&o.configDir, "config-dir", "config/default", "the kustomization that gives the operator its ServiceAccount and RBAC")
@@ -178,7 +186,7 @@ func parseFlags() (options, error) {
 			o.warmUp = &s[0]
 		}
 	}
-	if o.binDir == "" && o.replot == "" {
+	if o.binDir == "" && o.replot == "" && o.growthFit == "" {
 		return o, fmt.Errorf("-bin-dir (or $K8S_BIN) is required")
 	}
 	o.operatorArgs = strings.Fields(*operatorArgs)
@@ -212,6 +220,13 @@ func run() int {
 	}
 	if o.replot != "" {
 		if err := replot(o.replot, o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		return 0
+	}
+	if o.growthFit != "" {
+		if err := growthReport(os.Stdout, strings.Fields(o.growthFit), o.growthMaxPeakKiB); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}

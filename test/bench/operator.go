@@ -105,6 +105,9 @@ type operatorCounts struct {
 	// reconcile held one), keyed "queue_sum", "queue_count", "work_sum",
 	// "work_count".
 	queue map[string]float64
+	// liveHeapBytes is the Go heap the last garbage collection kept
+	// (go_gc_heap_live_bytes, runtime/metrics' /gc/heap/live:bytes).
+	liveHeapBytes float64
 }
 
 // meanQueueWait and meanReconcile are the mean wait for a worker and the
@@ -197,6 +200,9 @@ func (o *operator) scrape() (operatorCounts, error) {
 				counts.queue[key+"_count"] += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
+	}
+	for _, m := range families["go_gc_heap_live_bytes"].GetMetric() {
+		counts.liveHeapBytes = m.GetGauge().GetValue()
 	}
 	return counts, nil
 }

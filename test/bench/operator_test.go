@@ -47,6 +47,8 @@ workqueue_queue_duration_seconds_count{controller="podset",name="podset"} 20
 # TYPE workqueue_work_duration_seconds histogram
 workqueue_work_duration_seconds_sum{controller="podset",name="podset"} 3
 workqueue_work_duration_seconds_count{controller="podset",name="podset"} 30
+# TYPE go_gc_heap_live_bytes gauge
+go_gc_heap_live_bytes 4.194304e+07
 `)
 	defer srv.Close()
 	op := &operator{metricsURL: srv.URL}
@@ -60,4 +62,6 @@ workqueue_work_duration_seconds_count{controller="podset",name="podset"} 30
 	g.Expect(after.meanQueueWait(before)).To(BeNumerically("~", 300, 1e-9), "3 s over 10 waits, other queues left out")
 	g.Expect(after.meanReconcile(before)).To(BeNumerically("~", 100, 1e-9))
 	g.Expect(before.meanQueueWait(before)).To(Equal(0.0), "no reconcile between the scrapes")
+	g.Expect(before.liveHeapBytes).To(Equal(0.0), "no live heap gauge in the first page")
+	g.Expect(after.liveHeapBytes).To(Equal(40.0 * (1 << 20)))
 }

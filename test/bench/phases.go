@@ -499,13 +499,23 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 		res.Error = err.Error()
 	}
 	peak := sampler.finish()
+	if c, err := op.scrape(); err == nil {
+		res.LiveHeapMiB = c.liveHeapBytes / (1 << 20)
+	}
 	if st, err := readProc(op.pid()); err == nil {
 		peak = max(peak, st.HWM)
 		res.FinalRSSMiB = float64(st.RSS) / (1 << 20)
 		res.CPUS = st.CPU.Seconds()
 	}
 	res.PeakRSSMiB = float64(peak) / (1 << 20)
-	logf("memory: peak RSS %.1f MiB, at end %.1f MiB, CPU %.1fs, owned PodSets caught up after %.1fs", res.PeakRSSMiB, res.FinalRSSMiB, res.CPUS, res.SettledS)
+	logf("memory: peak RSS %.1f MiB, at end %.1f MiB, live heap %.1f MiB, CPU %.1fs, owned PodSets caught up after %.1fs", res.PeakRSSMiB, res.FinalRSSMiB, res.LiveHeapMiB, res.CPUS, res.SettledS)
+	if o.rssRestart && res.Error == "" {
+		r := b.restartAtScale(ctx, op, "rss-owned")
+		res.Restart = &r
+		if r.Error != "" {
+			res.Error = "restart: " + r.Error
+		}
+	}
 	// No cleanup: the scenario runs last and the cluster is stopped right
 	// after it; deleting 20,000 pods would take minutes for nothing.
 	return res

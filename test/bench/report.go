@@ -122,9 +122,15 @@ type rssResult struct {
 	Shape       string  `json:"podSetShape"`
 	PeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
 	FinalRSSMiB float64 `json:"operatorRSSAtEndMiB"`
-	CPUS        float64 `json:"operatorCPUSeconds"`
-	SettledS    float64 `json:"ownedStatusCaughtUpSeconds"`
-	Error       string  `json:"error,omitempty"`
+	// LiveHeapMiB is the operator's Go heap that its last garbage
+	// collection before the end kept: what its objects need, without the
+	// collector's headroom and the runtime's own memory.
+	LiveHeapMiB float64 `json:"operatorLiveHeapAtEndMiB"`
+	// Restart is the operator's restart once settled (-rss-restart).
+	Restart  *restartResult `json:"restart,omitempty"`
+	CPUS     float64        `json:"operatorCPUSeconds"`
+	SettledS float64        `json:"ownedStatusCaughtUpSeconds"`
+	Error    string         `json:"error,omitempty"`
 }
 
 type machine struct {

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+// restartResult is the memory scenario's restart (-rss-restart): once every
+// PodSet has settled, the operator is stopped, one pod of each of the first
+// restartPodSets PodSets is deleted while none runs, and a new operator is
+// started. Times are from the new process' start.
+type restartResult struct {
+	PodsDeleted int `json:"podsDeletedWhileDown"`
+	// FirstPodCreatedS is when the new operator's first replacement pod
+	// was seen: its first reconcile that changed a pod.
+	FirstPodCreatedS float64 `json:"firstPodCreatedSeconds"`
+	// WorkersS is when its PodSet workers started: every pod and PodSet
+	// listed into its caches.
+	WorkersS float64 `json:"workersStartedSeconds"`
+	// CaughtUpS is when the last PodSet that lost a pod showed all its
+	// replicas Ready again, in a status written after its replacement.
+	// The other PodSets' statuses were current throughout.
+	CaughtUpS float64 `json:"statusesCaughtUpSeconds"`
+	// PeakRSSMiB is the new process' peak (VmHWM) up to CaughtUpS and 10 s
+	// after: the re-list of every pod, against the settled RSS before the
+	// stop (rssResult.FinalRSSMiB).
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	CPUS       float64 `json:"operatorCPUSeconds"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// restartPodSets is how many PodSets lose a pod while the operator is down.
+const restartPodSets = 10
+
+// restartWatch follows the PodSets that lost a pod: when each one's
+// replacement was first seen, and when a status written after it first
+// showed every replica Ready.
+type restartWatch struct {
+	mu          sync.Mutex
+	start       time.Time
+	replacedAt  map[string]time.Time // PodSet name -> replacement first seen
+	caughtUpAt  map[string]time.Time
+	deletedUIDs map[string]bool
+	replicas    int64
+}
+
+func (w *restartWatch) podAdded(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.start.IsZero() || w.deletedUIDs[string(p.UID)] || p.CreationTimestamp.Time.Before(w.start.Truncate(time.Second)) {
+		return // a pod from before the restart
+	}
+	name := p.Labels[appv1alpha1.LabelPodSet]
+	if _, seen := w.replacedAt[name]; !seen {
+		w.replacedAt[name] = now
+	}
+}
+
+func (w *restartWatch) podSetChanged(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := u.GetName()
+	if _, replaced := w.replacedAt[name]; !replaced {
+		return
+	}
+	if _, done := w.caughtUpAt[name]; !done && caughtUp(u, w.replicas) {
+		w.caughtUpAt[name] = now
+	}
+}
+
+// firstAndLast are the first replacement seen and the last PodSet caught
+// up, from start; ok once every PodSet that lost a pod has caught up.
+func (w *restartWatch) firstAndLast(want int) (first, last time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.replacedAt {
+		if d := t.Sub(w.start); first == 0 || d < first {
+			first = d
+		}
+	}
+	for _, t := range w.caughtUpAt {
+		last = max(last, t.Sub(w.start))
+	}
+	return first, last, len(w.caughtUpAt) >= want
+}
+
+// restartAtScale runs the restart of the memory scenario's settled
+// operator old (see restartResult).
+func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) restartResult {
+	var res restartResult
+	o := b.opts
+	w := &restartWatch{replacedAt: map[string]time.Time{}, caughtUpAt: map[string]time.Time{}, deletedUIDs: map[string]bool{}, replicas: int64(o.rssShape.replicas)}
+	err := func() error {
+		old.stop()
+		n := min(restartPodSets, o.rssShape.owners)
+		names := make([]string, n)
+		for i := range names {
+			names[i] = ownerName(i)
+		}
+		selector := fmt.Sprintf("%s in (%s)", appv1alpha1.LabelPodSet, strings.Join(names, ","))
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		pods := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector })).Core().V1().Pods().Informer()
+		podSets := dynamicinformer.NewFilteredDynamicSharedInformerFactory(b.dc, 0, ns, nil).ForResource(podSetGVR).Informer()
+		for _, h := range []struct {
+			inf cache.SharedIndexInformer
+			fn  func(any)
+		}{{pods, w.podAdded}, {podSets, w.podSetChanged}} {
+			if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.fn, UpdateFunc: func(_, obj any) { h.fn(obj) }}); err != nil {
+				return err
+			}
+			go h.inf.Run(wctx.Done())
+			if !cache.WaitForCacheSync(wctx.Done(), h.inf.HasSynced) {
+				return fmt.Errorf("the restart's watch of %s did not sync", ns)
+			}
+		}
+		// One pod of each of the first PodSets, gone before the new
+		// operator starts.
+		victims := map[string]bool{}
+		for _, obj := range pods.GetStore().List() {
+			p := obj.(*corev1.Pod)
+			if name := p.Labels[appv1alpha1.LabelPodSet]; !victims[name] {
+				victims[name] = true
+				w.mu.Lock()
+				w.deletedUIDs[string(p.UID)] = true
+				w.mu.Unlock()
+				if err := b.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+					return err
+				}
+			}
+		}
+		res.PodsDeleted = len(victims)
+		if err := waitUntil(ctx, time.Minute, 0, "deleted pods gone", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, obj := range pods.GetStore().List() {
+				if w.deletedUIDs[string(obj.(*corev1.Pod).UID)] {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		logf("memory: restarting the operator after deleting %d pods of %d PodSets", res.PodsDeleted, len(victims))
+		w.mu.Lock()
+		w.start = time.Now()
+		w.mu.Unlock()
+		op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", false, o.operatorArgs...)
+		if err != nil {
+			return err
+		}
+		defer op.stop()
+		res.WorkersS = secs(time.Since(w.start))
+		if err := waitUntil(ctx, b.opts.phaseTimeout, 0, "PodSets that lost a pod caught up", func() bool {
+			_, _, ok := w.firstAndLast(len(victims))
+			return ok
+		}); err != nil {
+			return err
+		}
+		first, last, _ := w.firstAndLast(len(victims))
+		res.FirstPodCreatedS, res.CaughtUpS = secs(first), secs(last)
+		time.Sleep(10 * time.Second)
+		if st, err := readProc(op.pid()); err == nil {
+			res.PeakRSSMiB = float64(st.HWM) / (1 << 20)
+			res.CPUS = st.CPU.Seconds()
+		}
+		return nil
+	}()
+	if err != nil {
+		res.Error = err.Error()
+	}
+	logf("memory: restart: workers after %.1fs, first replacement pod after %.1fs, statuses caught up after %.1fs, peak RSS %.1f MiB, CPU %.1fs",
+		res.WorkersS, res.FirstPodCreatedS, res.CaughtUpS, res.PeakRSSMiB, res.CPUS)
+	return res
+}
