@@ -89,15 +89,20 @@ func readGrowth(dirs []string) ([]growthPoint, error) {
 // printGrowth writes the growth table and its fitted lines, as
 // docs/benchmarks.md shows them.
 func printGrowth(w io.Writer, points []growthPoint, f growthFits) {
-	fmt.Fprintln(w, "| pods (PodSets of 10) | peak RSS (MiB) | RSS at the end (MiB) | live heap at the end (MiB) | operator CPU (s) | settled after (s) | restart: workers (s) | restart: first pod (s) | restart: caught up (s) | restart: peak RSS (MiB) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| pods (PodSets of 10) | peak RSS (MiB) | RSS at the end (MiB) | live heap at the end (MiB) | operator CPU (s) | settled after (s) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
 	for _, p := range points {
 		r := p.rss
-		restart := "| | | | |"
-		if rs := r.Restart; rs != nil {
-			restart = fmt.Sprintf("| %.1f | %.1f | %.1f | %.1f |", rs.WorkersS, rs.FirstPodCreatedS, rs.CaughtUpS, rs.PeakRSSMiB)
+		fmt.Fprintf(w, "| %d (%s) | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.OwnedPods, r.Shape, r.PeakRSSMiB, r.FinalRSSMiB, r.LiveHeapMiB, r.CPUS, r.SettledS)
+	}
+	fmt.Fprintln(w, "\n| pods | takeover | workers started (s) | first pod replaced (s) | statuses caught up (s) | peak RSS (MiB) |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|")
+	for _, p := range points {
+		for _, t := range []*restartResult{p.rss.Restart, p.rss.Failover} {
+			if t != nil {
+				fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.1f | %.1f |\n", p.rss.OwnedPods, t.Kind, t.WorkersS, t.FirstPodCreatedS, t.CaughtUpS, t.PeakRSSMiB)
+			}
 		}
-		fmt.Fprintf(w, "| %d (%s) | %.1f | %.1f | %.1f | %.1f | %.1f %s\n", r.OwnedPods, r.Shape, r.PeakRSSMiB, r.FinalRSSMiB, r.LiveHeapMiB, r.CPUS, r.SettledS, restart)
 	}
 	fmt.Fprintf(w, "\nfitted: peak RSS %.1f MiB + %.2f KiB per pod; at the end %.1f MiB + %.2f KiB per pod; live heap %.1f MiB + %.2f KiB per pod; CPU %.2f s per 1000 pods; settled after %.2f s per 1000 pods\n",
 		f.peak.base/1024, f.peak.perPod, f.end.base/1024, f.end.perPod, f.live.base/1024, f.live.perPod, f.cpu.perPod*1000, f.settled.perPod*1000)

@@ -30,6 +30,24 @@ type operator struct {
 // PodSet controller's workers run, i.e. its caches are synced, so that a
 // phase's clock does not include the operator's start.
 func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, withPprof bool, extraArgs ...string) (*operator, error) {
+	return launchOperator(ctx, bin, kubeconfig, logDir, name, withPprof, true, extraArgs...)
+}
+
+// startStandby runs the manager as startOperator does, for a standby of
+// leader election: it returns once its metrics are served, without
+// waiting for workers it will only start as the leader.
+func startStandby(ctx context.Context, bin, kubeconfig, logDir, name string, extraArgs ...string) (*operator, error) {
+	return launchOperator(ctx, bin, kubeconfig, logDir, name, false, false, extraArgs...)
+}
+
+// workersStarted tells whether the operator's PodSet controller has
+// started its workers.
+func (o *operator) workersStarted() bool {
+	data, _ := os.ReadFile(o.logPath)
+	return strings.Contains(string(data), `"Starting workers"`) && strings.Contains(string(data), `"controller":"podset"`)
+}
+
+func launchOperator(ctx context.Context, bin, kubeconfig, logDir, name string, withPprof, waitWorkers bool, extraArgs ...string) (*operator, error) {
 	metricsPort, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
@@ -72,7 +90,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		if data, _ := os.ReadFile(op.logPath); strings.Contains(string(data), `"Starting workers"`) && strings.Contains(string(data), `"controller":"podset"`) {
+		if !waitWorkers || op.workersStarted() {
 			if _, err := op.scrape(); err == nil {
 				return op, nil
 			}
@@ -88,6 +106,10 @@ func (o *operator) pid() int { return o.proc.Pid() }
 
 // stop terminates the operator; once it has exited, stop does nothing.
 func (o *operator) stop() { _ = o.proc.Stop() }
+
+// kill ends the operator with SIGKILL, as a node's loss or the OOM killer
+// would: no lease released, no request finished.
+func (o *operator) kill() error { return o.proc.Kill() }
 
 // requestCounts is the operator's rest_client_requests_total by HTTP method.
 type requestCounts map[string]float64

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -429,6 +431,12 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 func (b *bench) rssScenario(ctx context.Context) rssResult {
 	o := b.opts
 	res := rssResult{OwnedPods: o.rssShape.pods(), ForeignPods: o.rssForeign, Shape: o.rssShape.String()}
+	if o.rssRestart {
+		// As the manager Deployment runs it, so that a standby can take
+		// over (restartAtScale).
+		leaseNamespace := cmp.Or(b.id.namespace, "default")
+		o.operatorArgs = append(slices.Clip(o.operatorArgs), "--leader-elect", "--leader-election-namespace="+leaseNamespace)
+	}
 	op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss", o.profileDir != "", o.operatorArgs...)
 	if err != nil {
 		res.Error = err.Error()
@@ -510,10 +518,22 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 	res.PeakRSSMiB = float64(peak) / (1 << 20)
 	logf("memory: peak RSS %.1f MiB, at end %.1f MiB, live heap %.1f MiB, CPU %.1fs, owned PodSets caught up after %.1fs", res.PeakRSSMiB, res.FinalRSSMiB, res.LiveHeapMiB, res.CPUS, res.SettledS)
 	if o.rssRestart && res.Error == "" {
-		r := b.restartAtScale(ctx, op, "rss-owned")
-		res.Restart = &r
-		if r.Error != "" {
-			res.Error = "restart: " + r.Error
+		restart, next := b.restartAtScale(ctx, op, "rss-owned", false, o.operatorArgs)
+		res.Restart = &restart
+		if next != nil {
+			defer next.stop()
+		}
+		if restart.Error != "" {
+			res.Error = "restart: " + restart.Error
+		} else {
+			failover, standby := b.restartAtScale(ctx, next, "rss-owned", true, o.operatorArgs)
+			res.Failover = &failover
+			if standby != nil {
+				defer standby.stop()
+			}
+			if failover.Error != "" {
+				res.Error = "failover: " + failover.Error
+			}
 		}
 	}
 	// No cleanup: the scenario runs last and the cluster is stopped right

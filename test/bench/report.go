@@ -126,8 +126,10 @@ type rssResult struct {
 	// collection before the end kept: what its objects need, without the
 	// collector's headroom and the runtime's own memory.
 	LiveHeapMiB float64 `json:"operatorLiveHeapAtEndMiB"`
-	// Restart is the operator's restart once settled (-rss-restart).
+	// Restart and Failover are the operator's restart and a standby's
+	// takeover once settled (-rss-restart).
 	Restart  *restartResult `json:"restart,omitempty"`
+	Failover *restartResult `json:"failover,omitempty"`
 	CPUS     float64        `json:"operatorCPUSeconds"`
 	SettledS float64        `json:"ownedStatusCaughtUpSeconds"`
 	Error    string         `json:"error,omitempty"`

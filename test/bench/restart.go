@@ -17,25 +17,29 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// restartResult is the memory scenario's restart (-rss-restart): once every
-// PodSet has settled, the operator is stopped, one pod of each of the first
-// restartPodSets PodSets is deleted while none runs, and a new operator is
-// started. Times are from the new process' start.
+// restartResult is one takeover at the end of the memory scenario
+// (-rss-restart; see restartAtScale). Times are from the new operator's
+// start (restart, after the old one stopped by SIGTERM and released its
+// lease) or from the old operator's kill (failover: SIGKILL, so the standby
+// waits for the lease to expire).
 type restartResult struct {
-	PodsDeleted int `json:"podsDeletedWhileDown"`
+	// Kind is "restart" or "failover".
+	Kind        string `json:"kind"`
+	PodsDeleted int    `json:"podsDeletedWhileDown"`
 	// FirstPodCreatedS is when the new operator's first replacement pod
 	// was seen: its first reconcile that changed a pod.
 	FirstPodCreatedS float64 `json:"firstPodCreatedSeconds"`
-	// WorkersS is when its PodSet workers started: every pod and PodSet
-	// listed into its caches.
+	// WorkersS is when the new operator's PodSet workers started (its
+	// log, read every 50 ms): it leads, and every pod and PodSet is listed
+	// into its caches.
 	WorkersS float64 `json:"workersStartedSeconds"`
 	// CaughtUpS is when the last PodSet that lost a pod showed all its
 	// replicas Ready again, in a status written after its replacement.
 	// The other PodSets' statuses were current throughout.
 	CaughtUpS float64 `json:"statusesCaughtUpSeconds"`
-	// PeakRSSMiB is the new process' peak (VmHWM) up to CaughtUpS and 10 s
-	// after: the re-list of every pod, against the settled RSS before the
-	// stop (rssResult.FinalRSSMiB).
+	// PeakRSSMiB is the new operator's peak (VmHWM) from its start to 10 s
+	// after CaughtUpS: the re-list of every pod, against the settled RSS
+	// before (rssResult.FinalRSSMiB).
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
 	CPUS       float64 `json:"operatorCPUSeconds"`
 	Error      string  `json:"error,omitempty"`
@@ -106,14 +110,19 @@ func (w *restartWatch) firstAndLast(want int) (first, last time.Duration, ok boo
 	return first, last, len(w.caughtUpAt) >= want
 }
 
-// restartAtScale runs the restart of the memory scenario's settled
-// operator old (see restartResult).
-func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) restartResult {
-	var res restartResult
+// restartAtScale ends the memory scenario's settled operator old and has
+// another take over: a new process started after old stopped (restart),
+// or a standby of leader election already running when old is killed
+// (failover). One pod of each of the first restartPodSets PodSets is
+// deleted while none acts. It returns the figures (see restartResult) and
+// the operator that took over, for the caller to stop. Operators it starts
+// get args.
+func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string, failover bool, args []string) (restartResult, *operator) {
+	res := restartResult{Kind: "restart"}
 	o := b.opts
 	w := &restartWatch{replacedAt: map[string]time.Time{}, caughtUpAt: map[string]time.Time{}, deletedUIDs: map[string]bool{}, replicas: int64(o.rssShape.replicas)}
+	var next *operator
 	err := func() error {
-		old.stop()
 		n := min(restartPodSets, o.rssShape.owners)
 		names := make([]string, n)
 		for i := range names {
@@ -137,8 +146,24 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) re
 				return fmt.Errorf("the restart's watch of %s did not sync", ns)
 			}
 		}
-		// One pod of each of the first PodSets, gone before the new
-		// operator starts.
+		if failover {
+			res.Kind = "failover"
+			standby, err := startStandby(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-standby", args...)
+			if err != nil {
+				return err
+			}
+			next = standby
+			if err := old.kill(); err != nil {
+				return err
+			}
+		} else {
+			old.stop()
+		}
+		w.mu.Lock()
+		w.start = time.Now()
+		w.mu.Unlock()
+		// One pod of each of the first PodSets, gone while no operator
+		// acts.
 		victims := map[string]bool{}
 		for _, obj := range pods.GetStore().List() {
 			p := obj.(*corev1.Pod)
@@ -165,17 +190,21 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) re
 		}); err != nil {
 			return err
 		}
-		logf("memory: restarting the operator after deleting %d pods of %d PodSets", res.PodsDeleted, len(victims))
-		w.mu.Lock()
-		w.start = time.Now()
-		w.mu.Unlock()
-		op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", false, o.operatorArgs...)
-		if err != nil {
-			return err
+		logf("memory: %s: %d pods of %d PodSets deleted", res.Kind, res.PodsDeleted, len(victims))
+		if !failover {
+			w.mu.Lock()
+			w.start = time.Now()
+			w.mu.Unlock()
+			op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", false, args...)
+			if err != nil {
+				return err
+			}
+			next = op
 		}
-		defer op.stop()
-		res.WorkersS = secs(time.Since(w.start))
 		if err := waitUntil(ctx, b.opts.phaseTimeout, 0, "PodSets that lost a pod caught up", func() bool {
+			if res.WorkersS == 0 && next.workersStarted() {
+				res.WorkersS = secs(time.Since(w.start))
+			}
 			_, _, ok := w.firstAndLast(len(victims))
 			return ok
 		}); err != nil {
@@ -184,7 +213,7 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) re
 		first, last, _ := w.firstAndLast(len(victims))
 		res.FirstPodCreatedS, res.CaughtUpS = secs(first), secs(last)
 		time.Sleep(10 * time.Second)
-		if st, err := readProc(op.pid()); err == nil {
+		if st, err := readProc(next.pid()); err == nil {
 			res.PeakRSSMiB = float64(st.HWM) / (1 << 20)
 			res.CPUS = st.CPU.Seconds()
 		}
@@ -193,7 +222,7 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string) re
 	if err != nil {
 		res.Error = err.Error()
 	}
-	logf("memory: restart: workers after %.1fs, first replacement pod after %.1fs, statuses caught up after %.1fs, peak RSS %.1f MiB, CPU %.1fs",
-		res.WorkersS, res.FirstPodCreatedS, res.CaughtUpS, res.PeakRSSMiB, res.CPUS)
-	return res
+	logf("memory: %s: workers after %.1fs, first replacement pod after %.1fs, statuses caught up after %.1fs, peak RSS %.1f MiB, CPU %.1fs",
+		res.Kind, res.WorkersS, res.FirstPodCreatedS, res.CaughtUpS, res.PeakRSSMiB, res.CPUS)
+	return res, next
 }
