@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -218,7 +219,15 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		// The PodSets to look at again that no watch event will bring
 		// (wakeups.go).
 		WatchesRawSource(r.wakeUps.source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		// A standby of leader election fills its caches before it leads,
+		// so that a failover waits for the lease alone, not also for a
+		// list of every pod (seconds at tens of thousands of pods; see
+		// docs/benchmarks.md, "Growth"). Its workers wait for the lease;
+		// the price is that a standby holds as much memory as the leader.
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
+			EnableWarmup:            ptr.To(true),
+		}).
 		Named("podset").
 		Complete(r)
 }
