@@ -518,21 +518,26 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 	res.PeakRSSMiB = float64(peak) / (1 << 20)
 	logf("memory: peak RSS %.1f MiB, at end %.1f MiB, live heap %.1f MiB, CPU %.1fs, owned PodSets caught up after %.1fs", res.PeakRSSMiB, res.FinalRSSMiB, res.LiveHeapMiB, res.CPUS, res.SettledS)
 	if o.rssRestart && res.Error == "" {
-		restart, next := b.restartAtScale(ctx, op, "rss-owned", false, o.operatorArgs)
-		res.Restart = &restart
-		if next != nil {
-			defer next.stop()
-		}
-		if restart.Error != "" {
-			res.Error = "restart: " + restart.Error
-		} else {
-			failover, standby := b.restartAtScale(ctx, next, "rss-owned", true, o.operatorArgs)
-			res.Failover = &failover
-			if standby != nil {
-				defer standby.stop()
+		// A restart, then a failover from the restarted operator.
+		var started []*operator
+		defer func() {
+			for _, s := range started {
+				s.stop()
 			}
-			if failover.Error != "" {
-				res.Error = "failover: " + failover.Error
+		}()
+		current := op
+		for _, t := range []struct {
+			failover bool
+			into     **restartResult
+		}{{false, &res.Restart}, {true, &res.Failover}} {
+			r, next := b.restartAtScale(ctx, current, "rss-owned", t.failover, o.operatorArgs)
+			*t.into = &r
+			if next != nil {
+				started, current = append(started, next), next
+			}
+			if r.Error != "" {
+				res.Error = r.Kind + ": " + r.Error
+				break
 			}
 		}
 	}
