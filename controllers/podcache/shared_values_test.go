@@ -41,8 +41,6 @@ func same(a, b any) bool {
 	return va.Kind() == vb.Kind() && va.UnsafePointer() == vb.UnsafePointer()
 }
 
-func unsafeStringData(s string) *byte { return unsafe.StringData(s) }
-
 func TestEqualPartsOfPodsAreSharedAndUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	v := newSharedValues(time.Now)
@@ -60,7 +58,7 @@ func TestEqualPartsOfPodsAreSharedAndUnchanged(t *testing.T) {
 	g.Expect(same(a.Status.Conditions, b.Status.Conditions)).To(BeTrue(), "conditions")
 	g.Expect(same(a.Status.ContainerStatuses, b.Status.ContainerStatuses)).To(BeTrue(), "container statuses")
 	for _, s := range [][2]string{{a.Namespace, b.Namespace}, {a.GenerateName, b.GenerateName}, {a.Spec.NodeName, b.Spec.NodeName}, {string(a.Status.Phase), string(b.Status.Phase)}} {
-		g.Expect(unsafeStringData(s[0])).To(Equal(unsafeStringData(s[1])), "string %q", s[0])
+		g.Expect(unsafe.StringData(s[0])).To(Equal(unsafe.StringData(s[1])), "string %q", s[0])
 	}
 }
 

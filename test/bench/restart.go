@@ -60,6 +60,14 @@ type restartWatch struct {
 	replicas    int64
 }
 
+// setStart starts the clock: at the old leader's kill (failover) or the new
+// operator's start (restart). Pods created before it are not replacements.
+func (w *restartWatch) setStart() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.start = time.Now()
+}
+
 func (w *restartWatch) podAdded(obj any) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -156,12 +164,10 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string, fa
 			if err := old.kill(); err != nil {
 				return err
 			}
+			w.setStart()
 		} else {
 			old.stop()
 		}
-		w.mu.Lock()
-		w.start = time.Now()
-		w.mu.Unlock()
 		// One pod of each of the first PodSets, gone while no operator
 		// acts.
 		victims := map[string]bool{}
@@ -192,9 +198,7 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string, fa
 		}
 		logf("memory: %s: %d pods of %d PodSets deleted", res.Kind, res.PodsDeleted, len(victims))
 		if !failover {
-			w.mu.Lock()
-			w.start = time.Now()
-			w.mu.Unlock()
+			w.setStart()
 			op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", false, args...)
 			if err != nil {
 				return err
