@@ -147,11 +147,13 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests in config/ f
 	@# validation rules were removed, so without it 0.1.0 -> 0.2.0 fails.)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types (api/).
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types (api/) and of the operator's slim pods (controllers/slimpod).
 	@mkdir -p $(LOCALBIN)
-	tmp=$$(mktemp -d $(LOCALBIN)/.generate-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..." output:object:dir=$$tmp && \
-	hack/install-changed.sh $$tmp api/v1alpha1
+	for pkg in api/v1alpha1 controllers/slimpod; do \
+	  tmp=$$(mktemp -d $(LOCALBIN)/.generate-XXXXXX) && \
+	  $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./$$pkg" output:object:dir=$$tmp && \
+	  hack/install-changed.sh $$tmp $$pkg; rc=$$?; rm -rf "$$tmp"; [ $$rc = 0 ] || exit $$rc; \
+	done
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -170,8 +172,8 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint over every file: with the
 
 .PHONY: verify-generated
 verify-generated: generate manifests metrics-docs monitoring-manifests argocd-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, config/argocd, docs/metrics.md) differ from what is committed.
-	@git diff --exit-code -- api config docs/metrics.md || { echo "generated files are stale: run 'make generate manifests metrics-docs monitoring-manifests argocd-manifests' and commit the result" >&2; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api config docs/metrics.md)" || { git status --short -- api config docs/metrics.md; echo "generated files are not committed" >&2; exit 1; }
+	@git diff --exit-code -- api controllers/slimpod config docs/metrics.md || { echo "generated files are stale: run 'make generate manifests metrics-docs monitoring-manifests argocd-manifests' and commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api controllers/slimpod config docs/metrics.md)" || { git status --short -- api controllers/slimpod config docs/metrics.md; echo "generated files are not committed" >&2; exit 1; }
 
 # Argo CD's health check of the kind: internal/argocd/health.lua (which the
 # tests run), as a patch of Argo CD's argocd-cm ConfigMap.

@@ -17,6 +17,7 @@ import (
 	"github.com/example/podset-operator/controllers/retreat"
 	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -220,7 +221,7 @@ func revisionNamed(all []*appsv1.ControllerRevision, name string) *appsv1.Contro
 // to do: every pod it wants runs target, available (rollout.Complete).
 // For a revision other than the spec's (the one a rollback returns to),
 // partition does not apply.
-func rolloutComplete(ps *appv1alpha1.PodSet, rs *revisionState, target *appsv1.ControllerRevision, pods []*corev1.Pod, now time.Time) bool {
+func rolloutComplete(ps *appv1alpha1.PodSet, rs *revisionState, target *appsv1.ControllerRevision, pods []*slimpod.Pod, now time.Time) bool {
 	tmpl, ok := rs.template(revisionHash(target))
 	if target == rs.update {
 		tmpl, ok = rs.updateTemplate, true
@@ -258,7 +259,7 @@ type watchedContainer struct {
 // revision hash made at or after since (or updated to it in place), and
 // how long until the first of their waits reaches grace (0 when none
 // will); it forgets the pods no longer among them.
-func (w *failureWatch) observe(hash string, pods []*corev1.Pod, since time.Time, grace time.Duration, now time.Time) ([]retreat.Pod, time.Duration) {
+func (w *failureWatch) observe(hash string, pods []*slimpod.Pod, since time.Time, grace time.Duration, now time.Time) ([]retreat.Pod, time.Duration) {
 	if w.hash != hash {
 		*w = failureWatch{hash: hash}
 	}

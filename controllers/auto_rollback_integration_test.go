@@ -27,6 +27,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/internal/argocd"
 )
 
@@ -357,7 +358,7 @@ func TestIntegrationAutoRollbackStopsWhenTheLastGoodRevisionFailsToo(t *testing.
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, ps.Name) }, eventually, poll).Should(ContainElement(appv1alpha1.ReasonRollbackStopped))
 	var crashing int
 	for _, pod := range listLivePods(g, ps) {
-		if !operand.IsReady(&pod) {
+		if !operand.IsReady(slimpod.From(&pod)) {
 			crashing++
 		}
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/retreat"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // container sets the pod's one container status: its restarts, and the
 // reason it waits in ("" for running).
 func container(restarts int32, waiting string) operandtest.Option {
-	return func(p *corev1.Pod) {
+	return func(p *slimpod.Pod) {
 		cs := corev1.ContainerStatus{Name: "podset", RestartCount: restarts}
 		if waiting != "" {
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
@@ -36,7 +37,7 @@ func ofRevision(hash string) operandtest.Option {
 // the given restart count, with a restart (a new image) that the kubelet
 // has made: the pod is no longer pending.
 func updatedInPlace(hash string, restarts int32) operandtest.Option {
-	return func(p *corev1.Pod) {
+	return func(p *slimpod.Pod) {
 		st := inplace.State{Revision: hash, Restart: true, ContainerID: "containerd://old", Restarts: ptr.To(restarts)}
 		p.Annotations = map[string]string{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
 	}
@@ -50,7 +51,7 @@ func TestFailureWatch(t *testing.T) {
 	const grace = time.Minute
 	var w failureWatch
 
-	pods := []*corev1.Pod{
+	pods := []*slimpod.Pod{
 		operandtest.Pod("new", ofRevision("b"), container(2, "")),
 		operandtest.Pod("waiting", ofRevision("b"), container(0, "ImagePullBackOff")),
 		operandtest.Pod("in-place", ofRevision("b"), updatedInPlace("b", 5), container(6, "")),

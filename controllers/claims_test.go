@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // sortClaims: an object is the PodSet's only while both its controller
@@ -19,7 +19,7 @@ func TestSortClaims(t *testing.T) {
 	other := withPodLabels(map[string]string{"app": "other"})
 	for _, tc := range []struct {
 		name string
-		pod  *corev1.Pod
+		pod  *slimpod.Pod
 		want string
 	}{
 		{"controlled and matching", unitPod("p", mine, matching), "owned"},
@@ -33,7 +33,7 @@ func TestSortClaims(t *testing.T) {
 		{"another PodSet's, matching", unitPod("p", matching, controlledByPodSet("other")), "none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := sortClaims([]*corev1.Pod{tc.pod}, ps.UID, labels.SelectorFromSet(operand.Labels(ps)))
+			c := sortClaims([]*slimpod.Pod{tc.pod}, ps.UID, labels.SelectorFromSet(operand.Labels(ps)))
 			got := map[string]int{"owned": len(c.owned), "unmatched": len(c.unmatched), "orphan": len(c.orphans)}
 			want := map[string]int{"owned": 0, "unmatched": 0, "orphan": 0}
 			if tc.want != "none" {

@@ -18,6 +18,8 @@
 //     and its patch;
 //   - operand: what a PodSet's pods are (labels, template, state, deletion
 //     rank);
+//   - slimpod: what the operator keeps of a pod, the type the cache holds
+//     and the reconciler reads;
 //   - revision and rollout, both pure: what a revision holds, and one step
 //     of a rolling update;
 //   - leaderfence: what keeps a leader resumed after a pause from acting;

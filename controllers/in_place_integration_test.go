@@ -27,6 +27,7 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // inPlace sets the pod update policy, with one pod unavailable at a time.
@@ -53,8 +54,8 @@ func TestIntegrationInPlaceImageUpdateKeepsThePods(t *testing.T) {
 	before := map[types.UID]string{}
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(pod.Spec.ReadinessGates).To(ConsistOf(corev1.PodReadinessGate{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}))
-		g.Expect(operand.InPlaceGateCondition(&pod).Status).To(Equal(corev1.ConditionTrue), "the operator puts a new pod in service")
-		before[pod.UID] = inplace.ContainerStatus(&pod).ContainerID
+		g.Expect(operand.InPlaceGateCondition(slimpod.From(&pod)).Status).To(Equal(corev1.ConditionTrue), "the operator puts a new pod in service")
+		before[pod.UID] = inplace.ContainerStatus(slimpod.From(&pod)).ContainerID
 	}
 
 	bounds := watchBounds(ctx, t, ns, ps.Name)
@@ -66,13 +67,13 @@ func TestIntegrationInPlaceImageUpdateKeepsThePods(t *testing.T) {
 		g.Expect(before).To(HaveKey(pod.UID), "pod %s was replaced", pod.Name)
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
 		g.Expect(revision.Name(ps.Name, pod.Labels[appv1alpha1.LabelRevisionHash])).To(Equal(st.UpdateRevision))
-		cs := inplace.ContainerStatus(&pod)
+		cs := inplace.ContainerStatus(slimpod.From(&pod))
 		g.Expect(cs.RestartCount).To(Equal(int32(1)), "the container restarted once, for its new image")
 		g.Expect(cs.ContainerID).NotTo(Equal(before[pod.UID]))
-		state, ok := inplace.StateOf(&pod)
+		state, ok := inplace.StateOf(slimpod.From(&pod))
 		g.Expect(ok).To(BeTrue())
 		g.Expect(state).To(Equal(inplace.State{Revision: pod.Labels[appv1alpha1.LabelRevisionHash], Restart: true, ContainerID: before[pod.UID], Restarts: ptr.To[int32](0)}))
-		g.Expect(operand.InPlaceGateCondition(&pod).Status).To(Equal(corev1.ConditionTrue))
+		g.Expect(operand.InPlaceGateCondition(slimpod.From(&pod)).Status).To(Equal(corev1.ConditionTrue))
 	}
 	maxLive, minReady := bounds()
 	g.Expect(maxLive).To(Equal(replicas), "an in-place update uses no surge")
@@ -110,7 +111,7 @@ func TestIntegrationInPlaceResizeKeepsPodsInService(t *testing.T) {
 	waitForRolledOut(g, ps, 2)
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(uids).To(ContainElement(pod.UID))
-		cs := inplace.ContainerStatus(&pod)
+		cs := inplace.ContainerStatus(slimpod.From(&pod))
 		g.Expect(cs.RestartCount).To(BeZero(), "a resize with the NotRequired policy restarts nothing")
 		g.Expect(cs.Resources.Requests.Cpu().String()).To(Equal("200m"))
 		g.Expect(pod.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("48Mi"))
@@ -255,7 +256,7 @@ func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
 			conditions = append(conditions, c)
 		}
 	}
-	prev := operand.ReadyCondition(pod)
+	prev := operand.ReadyCondition(slimpod.From(pod))
 	readyCond := corev1.PodCondition{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}
 	if prev != nil && prev.Status == readyStatus {
 		readyCond.LastTransitionTime = prev.LastTransitionTime
@@ -288,7 +289,7 @@ func TestIntegrationInPlaceGracePeriodKeepsThePodOutOfServiceFirst(t *testing.T)
 	g.Eventually(func(g Gomega) {
 		pods := listLivePods(g, ps)
 		g.Expect(pods).To(HaveLen(1))
-		gate := operand.InPlaceGateCondition(&pods[0])
+		gate := operand.InPlaceGateCondition(slimpod.From(&pods[0]))
 		g.Expect(gate).NotTo(BeNil())
 		g.Expect(gate.Status).To(Equal(corev1.ConditionFalse))
 		g.Expect(pods[0].Spec.Containers[0].Image).To(Equal("registry.example.com/web:1"), "the image changed with no grace period")

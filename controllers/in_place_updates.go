@@ -18,6 +18,7 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // EventUpdatedInPlace is the event reason of pods updated in place.
@@ -26,7 +27,7 @@ const EventUpdatedInPlace = "UpdatedInPlace"
 // inPlaceMove is an old pod that can take the update revision in place,
 // and what that takes.
 type inPlaceMove struct {
-	pod    *corev1.Pod
+	pod    *slimpod.Pod
 	from   revision.Template
 	change inplace.Change
 }
@@ -37,7 +38,7 @@ type inPlaceMove struct {
 // from the update revision's only in what changes in place. A pod without
 // the gate (made by operator 0.2.0, or before the policy was set) or of an
 // unknown revision is replaced, or under InPlaceOnly left as it is.
-func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*corev1.Pod) map[types.UID]inPlaceMove {
+func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*slimpod.Pod) map[types.UID]inPlaceMove {
 	if !operand.InPlaceUpdates(ps) || rs.update == nil {
 		return nil
 	}
@@ -52,7 +53,7 @@ func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*corev1.Pod) 
 
 // moveInPlace is what moving an old pod to the update revision in place
 // takes, or why it cannot be moved so.
-func moveInPlace(rs *revisionState, pod *corev1.Pod) (inPlaceMove, string) {
+func moveInPlace(rs *revisionState, pod *slimpod.Pod) (inPlaceMove, string) {
 	if !operand.HasInPlaceGate(pod) {
 		return inPlaceMove{}, "made without the in-place readiness gate (by operator 0.2.0, or before the policy was set)"
 	}
@@ -166,7 +167,7 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 
 // resize sends a pod's resize. A cluster that does not serve pods/resize
 // (before Kubernetes 1.33) answers NotFound without naming the pod.
-func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *corev1.Pod, want corev1.ResourceRequirements) error {
+func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *slimpod.Pod, want corev1.ResourceRequirements) error {
 	err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatch(want))
 	var status apierrors.APIStatus
 	if apierrors.IsNotFound(err) && errors.As(err, &status) && (status.Status().Details == nil || status.Status().Details.Name == "") {
@@ -184,11 +185,15 @@ func inPlaceGracePeriod(ps *appv1alpha1.PodSet) time.Duration {
 }
 
 // patchPod sends one patch of an in-place update and holds the PodSet's
-// next decision until the cache shows it.
-func (r *PodSetReconciler) patchPod(ctx context.Context, s *podSetScope, pod *corev1.Pod, subresource string, patch []byte) error {
-	if err := r.podControl().PatchPod(ctx, pod, subresource, patch); err != nil {
+// next decision until the cache shows it. On success pod holds what the API
+// server stored, so that a next patch carries its resourceVersion: pod is
+// the reconcile's copy, never the cache's object.
+func (r *PodSetReconciler) patchPod(ctx context.Context, s *podSetScope, pod *slimpod.Pod, subresource string, patch []byte) error {
+	stored := pod.MetadataOnly()
+	if err := r.podControl().PatchPod(ctx, stored, subresource, patch); err != nil {
 		return err
 	}
+	*pod = *slimpod.From(stored)
 	s.record.podPatches.hold(pod.UID, pod.ResourceVersion, time.Now())
 	return nil
 }

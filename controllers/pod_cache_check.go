@@ -16,6 +16,7 @@ import (
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // Expectations keep a PodSet from acting on a cache that has not yet seen
@@ -123,7 +124,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 		if err := r.APIReader.List(ctx, live, itsPods...); err != nil {
 			return cacheVerdict{}, fmt.Errorf("reading the pods from the API server: %w", err)
 		}
-		acting, err := r.useLivePods(ctx, s, live.Items)
+		acting, err := r.useLivePods(ctx, s, slimpod.FromList(live.Items))
 		v := cacheVerdict{hold: !acting}
 		if acting && !liveRolloutComplete(s) {
 			// Each look acts: a rollout's next step, a replacement.
@@ -164,7 +165,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 // every write it waited for. The writes this reconcile makes are expected
 // as usual; their events come with the relist, and until the cache has
 // caught up each reconcile lists again.
-func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live []corev1.Pod) (bool, error) {
+func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live []*slimpod.Pod) (bool, error) {
 	fresh, err := r.readPodSet(ctx, s)
 	if err != nil {
 		return false, err
@@ -177,8 +178,8 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 	for i := range live {
 		// The list selected the PodSet's labels; of those pods, the
 		// PodSet's are the ones it controls.
-		if isControlledBy(&live[i], fresh.UID) {
-			s.pods = append(s.pods, &live[i])
+		if isControlledBy(live[i], fresh.UID) {
+			s.pods = append(s.pods, live[i])
 		}
 	}
 	r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
@@ -197,7 +198,7 @@ func liveRolloutComplete(s *podSetScope) bool {
 // those the API server has: missing are on the server only, extra in the
 // cache only. Terminating pods are left out on both sides: they count for
 // nothing, and the cache learns of their end late.
-func podCacheDiff(owner types.UID, cached []*corev1.Pod, server []metav1.PartialObjectMetadata) (missing, extra int) {
+func podCacheDiff(owner types.UID, cached []*slimpod.Pod, server []metav1.PartialObjectMetadata) (missing, extra int) {
 	inCache := sets.New[types.UID]()
 	for _, p := range cached {
 		if p.DeletionTimestamp == nil && isControlledBy(p, owner) {

@@ -17,6 +17,8 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // ownedPods are n pods of ps's update revision, controlled by it, Ready.
@@ -27,8 +29,7 @@ func ownedPods(ps *appv1alpha1.PodSet, n int) []*corev1.Pod {
 		p.GenerateName = ""
 		p.Name = ps.Name + "-" + string(rune('a'+i))
 		p.UID = types.UID(p.Name + "-uid")
-		controlledByPodSet(ps.Name)(p)
-		readySince(unitNow)(p)
+		operandtest.Apply(p, controlledByPodSet(ps.Name), readySince(unitNow))
 		pods = append(pods, p)
 	}
 	return pods
@@ -308,8 +309,8 @@ func TestPodCacheDiff(t *testing.T) {
 	ps := unitPodSet(3)
 	pods := ownedPods(ps, 3)
 	gone := pods[2].DeepCopy()
-	terminatingSince(unitNow)(gone)
-	foreign := unitPod("foreign", controlledBy("apps/v1", "ReplicaSet", "other"))
+	operandtest.Apply(gone, terminatingSince(unitNow))
+	foreign := operandtest.AsPod(unitPod("foreign", controlledBy("apps/v1", "ReplicaSet", "other")))
 	server := func(ps ...*corev1.Pod) []metav1.PartialObjectMetadata {
 		var out []metav1.PartialObjectMetadata
 		for _, p := range ps {
@@ -331,7 +332,11 @@ func TestPodCacheDiff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			missing, extra := podCacheDiff(ps.UID, tc.cached, tc.server)
+			var cached []*slimpod.Pod
+			for _, p := range tc.cached {
+				cached = append(cached, slimpod.From(p))
+			}
+			missing, extra := podCacheDiff(ps.UID, cached, tc.server)
 			g.Expect(missing).To(Equal(tc.missing), "missing")
 			g.Expect(extra).To(Equal(tc.extra), "extra")
 		})

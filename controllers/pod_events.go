@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +16,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // podEventHandler turns pod events into PodSet reconciles, like Owns(Pod)
@@ -74,7 +74,7 @@ var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podEventHan
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-	pod, ok := e.Object.(*corev1.Pod)
+	pod, ok := e.Object.(*slimpod.Pod)
 	if !ok {
 		return
 	}
@@ -94,8 +94,8 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 }
 
 func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-	oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
-	newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+	oldPod, ok1 := e.ObjectOld.(*slimpod.Pod)
+	newPod, ok2 := e.ObjectNew.(*slimpod.Pod)
 	if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion {
 		return // a resync: nothing changed
 	}
@@ -127,7 +127,7 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 }
 
 func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-	pod, ok := e.Object.(*corev1.Pod)
+	pod, ok := e.Object.(*slimpod.Pod)
 	if !ok {
 		return
 	}
@@ -147,14 +147,14 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 }
 
 func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
-	if pod, ok := e.Object.(*corev1.Pod); ok {
+	if pod, ok := e.Object.(*slimpod.Pod); ok {
 		if owner, _, ok := podSetOwner(pod); ok {
 			h.enqueue(q, owner)
 		}
 	}
 }
 
-func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
+func (h *podEventHandler) deleted(pod *slimpod.Pod, q queue) {
 	if owner, uid, ok := podSetOwner(pod); ok {
 		fulfilled := h.expectations.DeletionObserved(consistency.Key(owner.Namespace, owner.Name, uid), pod.UID)
 		h.enqueueOwner(q, owner, fulfilled)
@@ -162,7 +162,7 @@ func (h *podEventHandler) deleted(pod *corev1.Pod, q queue) {
 }
 
 // podSetOwner is the PodSet that controls the pod, and its UID, if one does.
-func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
+func podSetOwner(pod *slimpod.Pod) (types.NamespacedName, types.UID, bool) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "PodSet" {
 		return types.NamespacedName{}, "", false
@@ -177,7 +177,7 @@ func podSetOwner(pod *corev1.Pod) (types.NamespacedName, types.UID, bool) {
 // enqueueLabelledPodSet queues the PodSet an orphan's label names, the one
 // that may adopt it. Pods controlled by something else are none of its
 // business.
-func (h *podEventHandler) enqueueLabelledPodSet(pod *corev1.Pod, q queue) {
+func (h *podEventHandler) enqueueLabelledPodSet(pod *slimpod.Pod, q queue) {
 	if metav1.GetControllerOfNoCopy(pod) != nil {
 		return
 	}

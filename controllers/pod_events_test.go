@@ -15,6 +15,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // webKey is the expectations key of the PodSet ns/web the events concern.
@@ -22,7 +23,7 @@ import (
 const webKey = unitNamespace + "/web/PodSet-web-uid"
 
 func TestPodEventHandler(t *testing.T) {
-	owned := func(name string, opts ...podOption) *corev1.Pod {
+	owned := func(name string, opts ...podOption) *slimpod.Pod {
 		return unitPod(name, append([]podOption{controlledByPodSet("web")}, opts...)...)
 	}
 	webLabel := map[string]string{appv1alpha1.LabelPodSet: "web"}
@@ -215,11 +216,11 @@ func newPodEventHandler(t *testing.T, expect func(*consistency.Expectations), ba
 	return e, &podEventHandler{expectations: e, batchPeriod: batchPeriod}, q
 }
 
-func createEvent(pod *corev1.Pod) event.TypedCreateEvent[client.Object] {
+func createEvent(pod *slimpod.Pod) event.TypedCreateEvent[client.Object] {
 	return event.TypedCreateEvent[client.Object]{Object: pod}
 }
 
-func updateEvent(oldPod, newPod *corev1.Pod) event.TypedUpdateEvent[client.Object] {
+func updateEvent(oldPod, newPod *slimpod.Pod) event.TypedUpdateEvent[client.Object] {
 	return event.TypedUpdateEvent[client.Object]{ObjectOld: oldPod, ObjectNew: newPod}
 }
 
@@ -245,7 +246,7 @@ func drainQueue(q queue) []reconcile.Request {
 
 func TestPodEventHandlerBatchesEvents(t *testing.T) {
 	const period = time.Second
-	owned := func(name string, opts ...podOption) *corev1.Pod {
+	owned := func(name string, opts ...podOption) *slimpod.Pod {
 		return unitPod(name, append([]podOption{controlledByPodSet("web")}, opts...)...)
 	}
 	tests := []struct {
@@ -311,7 +312,7 @@ func TestPodEventHandlerRecordsStrays(t *testing.T) {
 	stripped := map[string]string{appv1alpha1.LabelPodSet: "web"}
 	for _, tc := range []struct {
 		name      string
-		pod       *corev1.Pod
+		pod       *slimpod.Pod
 		tombstone bool
 		want      bool
 	}{

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -13,6 +14,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // claimPods finds the pods that belong to the PodSet: those it controls and
@@ -38,14 +40,14 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 		errs = append(errs, err)
 	}
 	for _, pod := range unmatched {
-		errs = append(errs, r.releasePod(ctx, ps, pod))
+		errs = append(errs, r.releasePod(ctx, ps, &pod.ObjectMeta))
 	}
 	return kerrors.NewAggregate(errs)
 }
 
 // adoptPods makes the PodSet the controller of the orphans, once a fresh read
 // has shown it live (see confirmLive).
-func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphans []*corev1.Pod) (adopted []*corev1.Pod, err error) {
+func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphans []*slimpod.Pod) (adopted []*slimpod.Pod, err error) {
 	ps := s.podSet
 	if live, err := r.confirmLive(ctx, s); !live || err != nil {
 		return nil, err
@@ -53,7 +55,8 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphan
 
 	var errs []error
 	for _, orphan := range orphans {
-		orig, pod := orphan, orphan.DeepCopy() // orphan is the cache's object
+		orig := orphan.MetadataOnly() // orphan is the cache's object
+		pod := orig.DeepCopy()
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			errs = append(errs, err)
 			continue
@@ -66,7 +69,7 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphan
 			}
 			continue
 		}
-		adopted = append(adopted, pod)
+		adopted = append(adopted, slimpod.From(pod))
 		metrics.PodsAdopted.Inc()
 	}
 	return adopted, kerrors.NewAggregate(errs)
@@ -74,8 +77,10 @@ func (r *PodSetReconciler) adoptPods(ctx context.Context, s *podSetScope, orphan
 
 // releasePod removes the PodSet's ownerReference from a pod whose labels no
 // longer match, so that it lives on unmanaged (and a replacement is created).
-func (r *PodSetReconciler) releasePod(ctx context.Context, ps *appv1alpha1.PodSet, cached *corev1.Pod) error {
-	orig, pod := cached, cached.DeepCopy() // cached is the cache's object
+// It reads the pod's metadata only, which it does not change.
+func (r *PodSetReconciler) releasePod(ctx context.Context, ps *appv1alpha1.PodSet, meta *metav1.ObjectMeta) error {
+	orig := &corev1.Pod{ObjectMeta: *meta.DeepCopy()}
+	pod := orig.DeepCopy()
 	refs := pod.OwnerReferences[:0:0]
 	for _, ref := range pod.OwnerReferences {
 		if ref.UID != ps.UID {

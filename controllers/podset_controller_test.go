@@ -31,6 +31,7 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/podwrites"
 )
 
@@ -116,7 +117,7 @@ func TestReconcileThatScalesRequeuesAtTheExpectationsTimeout(t *testing.T) {
 // replaced, the cached copy is stale and no pod may be created from it.
 func TestReconcileCreatesNothingWhenAdoptionFindsThePodSetGone(t *testing.T) {
 	orphan := func() *corev1.Pod {
-		return unitPod("orphan", withPodLabels(operand.Labels(unitPodSet(1))), readySince(unitNow))
+		return operandtest.AsPod(unitPod("orphan", withPodLabels(operand.Labels(unitPodSet(1))), readySince(unitNow)))
 	}
 	for _, tc := range []struct {
 		name  string

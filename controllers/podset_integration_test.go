@@ -25,6 +25,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 const (
@@ -481,11 +482,11 @@ func TestIntegrationRepeatedScalingNeverOvershoots(t *testing.T) {
 			switch ev.Type {
 			case watch.Added:
 				created[owner]++
-				live[owner][pod.UID] = operand.IsLive(pod)
+				live[owner][pod.UID] = operand.IsLive(slimpod.From(pod))
 			case watch.Deleted:
 				delete(live[owner], pod.UID)
 			default:
-				live[owner][pod.UID] = operand.IsLive(pod)
+				live[owner][pod.UID] = operand.IsLive(slimpod.From(pod))
 			}
 			count := 0
 			for _, l := range live[owner] {
@@ -561,7 +562,7 @@ func listLivePods(g Gomega, ps *appv1alpha1.PodSet) []corev1.Pod {
 	g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ps.Namespace))).To(Succeed())
 	var out []corev1.Pod
 	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == ps.UID && operand.IsLive(&pod) {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == ps.UID && operand.IsLive(slimpod.From(&pod)) {
 			out = append(out, pod)
 		}
 	}

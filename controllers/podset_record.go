@@ -7,12 +7,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -232,7 +232,7 @@ func (u *unseenPodPatches) hold(uid types.UID, resourceVersion string, now time.
 }
 
 // behind reports whether the cached pods still lack a patch.
-func (u *unseenPodPatches) behind(pods []*corev1.Pod, now time.Time) bool {
+func (u *unseenPodPatches) behind(pods []*slimpod.Pod, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.writes.Holding() {

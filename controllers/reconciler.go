@@ -4,7 +4,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +14,7 @@ import (
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -94,7 +94,7 @@ type podSetScope struct {
 	expectationsWait time.Duration
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
-	pods []*corev1.Pod
+	pods []*slimpod.Pod
 	// liveConfirmed, once set, is what this reconcile's read before
 	// adopting found (confirmLive): whether the PodSet may adopt pods and
 	// revisions. It saves the second read when both need it.

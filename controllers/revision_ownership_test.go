@@ -15,7 +15,9 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // unitRevision is a stored revision of ps's template with image, numbered n,
@@ -153,7 +155,7 @@ func TestReconcileOfARecreatedPodSetKeepsItsPods(t *testing.T) {
 	for i, pod := range pods {
 		pod.Name, pod.UID, pod.ResourceVersion = "web-"+string(rune('a'+i)), types.UID("pod-uid-"+string(rune('a'+i))), "1"
 		pod.OwnerReferences = nil
-		readySince(unitNow)(pod)
+		operandtest.Apply(pod, readySince(unitNow))
 		objs = append(objs, pod)
 	}
 	r, c := unitReconciler(t, pods, nil, objs...)
@@ -182,8 +184,8 @@ func TestCurrentRevision(t *testing.T) {
 	v1 := unitRevision(t, ps.Name, "img:1", 1, mine)
 	v2 := unitRevision(t, ps.Name, "img:2", 2, mine)
 	v3 := unitRevision(t, ps.Name, "img:3", 3, mine)
-	running := func(crs ...*appsv1.ControllerRevision) []*corev1.Pod {
-		var pods []*corev1.Pod
+	running := func(crs ...*appsv1.ControllerRevision) []*slimpod.Pod {
+		var pods []*slimpod.Pod
 		for _, cr := range crs {
 			pods = append(pods, unitPod("p-"+cr.Name, withPodLabels(map[string]string{appv1alpha1.LabelRevisionHash: revisionHash(cr)})))
 		}
@@ -192,7 +194,7 @@ func TestCurrentRevision(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		status string
-		pods   []*corev1.Pod
+		pods   []*slimpod.Pod
 		want   *appsv1.ControllerRevision
 	}{
 		{"every pod runs the update revision", v1.Name, running(v3, v3), v3},

@@ -19,6 +19,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // DefaultRevisionHistoryLimit is the default of spec.revisionHistoryLimit.
@@ -73,7 +74,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 // never written it (one re-created over the pods and revisions it adopted),
 // the newest stored revision that a live pod runs. Otherwise it is the
 // update revision.
-func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
+func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
 	running := map[string]bool{}
 	for _, pod := range pods {
 		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; operand.IsLive(pod) && hash != rs.updateHash {
@@ -285,15 +286,16 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 		default:
 			continue
 		}
-		labelled := pod.DeepCopy() // pod is the cache's object
+		orig := pod.MetadataOnly() // pod is the cache's object
+		labelled := orig.DeepCopy()
 		labelled.Labels[appv1alpha1.LabelRevisionHash] = hash
-		if err := r.Patch(ctx, labelled, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Patch(ctx, labelled, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("labelling pod %s with its revision: %w", pod.Name, err))
 			}
 			continue
 		}
-		s.pods[i] = labelled
+		s.pods[i] = slimpod.From(labelled)
 	}
 	return kerrors.NewAggregate(errs)
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -15,6 +14,7 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // step is what one reconcile does to the pods: the rollout package's counts,
@@ -22,7 +22,7 @@ import (
 // place.
 type step struct {
 	createUpdated, createOld int
-	victims                  []*corev1.Pod
+	victims                  []*slimpod.Pod
 	// deletionsCapped is true when the burst limit cut the planned
 	// deletions short; the creations then wait for the next step.
 	deletionsCapped bool
@@ -60,7 +60,7 @@ func explicitZero(v *intstr.IntOrString) bool {
 // podGroups are the live pods of the update revision and of older ones,
 // and which old ones can be updated in place.
 type podGroups struct {
-	updated, old []*corev1.Pod
+	updated, old []*slimpod.Pod
 	moves        map[types.UID]inPlaceMove
 }
 
@@ -68,7 +68,7 @@ type podGroups struct {
 // be updated in place cannot, for the Progressing condition of a PodSet
 // under InPlaceOnly; "" when every old pod can be.
 func (g podGroups) firstKeptInPlace(rs *revisionState) string {
-	var first *corev1.Pod
+	var first *slimpod.Pod
 	for _, pod := range g.old {
 		if _, ok := g.moves[pod.UID]; !ok && (first == nil || pod.Name < first.Name) {
 			first = pod
@@ -83,7 +83,7 @@ func (g podGroups) firstKeptInPlace(rs *revisionState) string {
 
 // group splits the live pods into those of the update revision and the
 // rest.
-func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) podGroups {
+func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.Pod) podGroups {
 	var g podGroups
 	for _, pod := range pods {
 		if !operand.IsLive(pod) {
@@ -101,7 +101,7 @@ func group(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod) podGro
 
 // countLive is how many of pods are live and available, of those that
 // keep.
-func countLive(pods []*corev1.Pod, keep func(*corev1.Pod) bool, minReady time.Duration, now time.Time) rollout.Group {
+func countLive(pods []*slimpod.Pod, keep func(*slimpod.Pod) bool, minReady time.Duration, now time.Time) rollout.Group {
 	var c rollout.Group
 	for _, pod := range pods {
 		if !keep(pod) {
@@ -116,7 +116,7 @@ func countLive(pods []*corev1.Pod, keep func(*corev1.Pod) bool, minReady time.Du
 }
 
 // rolloutInput is what the rollout arithmetic is given for ps's pods.
-func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time) (rollout.Input, podGroups, error) {
+func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.Pod, now time.Time) (rollout.Input, podGroups, error) {
 	s, err := strategy(ps)
 	if err != nil {
 		return rollout.Input{}, podGroups{}, err
@@ -127,13 +127,13 @@ func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod,
 	}
 	g := group(ps, rs, pods)
 	minReady := operand.MinReady(ps)
-	all := func(*corev1.Pod) bool { return true }
+	all := func(*slimpod.Pod) bool { return true }
 	in := rollout.Input{
 		Replicas:     int(ps.DesiredReplicas()),
 		Strategy:     s,
 		Updated:      countLive(g.updated, all, minReady, now),
 		Old:          countLive(g.old, all, minReady, now),
-		OldInPlace:   countLive(g.old, func(p *corev1.Pod) bool { _, ok := g.moves[p.UID]; return ok }, minReady, now),
+		OldInPlace:   countLive(g.old, func(p *slimpod.Pod) bool { _, ok := g.moves[p.UID]; return ok }, minReady, now),
 		CanCreateOld: rs.canCreateOld(),
 	}
 	for _, pod := range g.updated {
@@ -146,14 +146,14 @@ func rolloutInput(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod,
 
 // planStep plans one reconcile's creations, deletions and in-place
 // updates, at most burst of each.
-func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now time.Time, burst int) (step, error) {
+func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.Pod, now time.Time, burst int) (step, error) {
 	in, g, err := rolloutInput(ps, rs, pods, now)
 	if err != nil {
 		return step{}, err
 	}
 	plan := rollout.Step(in)
 	minReady := operand.MinReady(ps)
-	var oldRest, oldInPlace []*corev1.Pod
+	var oldRest, oldInPlace []*slimpod.Pod
 	for _, pod := range g.old {
 		if _, ok := g.moves[pod.UID]; ok {
 			oldInPlace = append(oldInPlace, pod)
@@ -163,9 +163,9 @@ func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	}
 	// Old revisions go first, then the update revision's pods, each group
 	// in the deletion ranking's order.
-	var victims []*corev1.Pod
+	var victims []*slimpod.Pod
 	for _, x := range []struct {
-		pods []*corev1.Pod
+		pods []*slimpod.Pod
 		d    rollout.Deletions
 	}{{oldRest, plan.DeleteOld}, {oldInPlace, plan.DeleteOldInPlace}, {g.updated, plan.DeleteUpdated}} {
 		victims = append(victims, pickVictims(x.pods, x.d, minReady, now)...)
@@ -179,7 +179,7 @@ func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 	// The in-place moves come from the pods no deletion took, in the same
 	// ranking: those unavailable first.
 	deleted := sets.New(operand.UIDs(victims)...)
-	var movable []*corev1.Pod
+	var movable []*slimpod.Pod
 	for _, pod := range oldInPlace {
 		if !deleted.Has(pod.UID) {
 			movable = append(movable, pod)
@@ -196,11 +196,11 @@ func planStep(ps *appv1alpha1.PodSet, rs *revisionState, pods []*corev1.Pod, now
 // pickVictims picks from one group the pods a step deletes: d.Unavailable of
 // its unavailable pods and d.Available of its available ones, each in the
 // deletion ranking's order.
-func pickVictims(group []*corev1.Pod, d rollout.Deletions, minReady time.Duration, now time.Time) []*corev1.Pod {
+func pickVictims(group []*slimpod.Pod, d rollout.Deletions, minReady time.Duration, now time.Time) []*slimpod.Pod {
 	if d.Total() == 0 {
 		return nil
 	}
-	var victims []*corev1.Pod
+	var victims []*slimpod.Pod
 	unavailable, available := d.Unavailable, d.Available
 	for _, pod := range operand.ToDelete(group, len(group)) {
 		if operand.IsAvailable(pod, minReady, now) {

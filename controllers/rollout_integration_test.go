@@ -27,6 +27,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 func TestIntegrationRollingUpdateStaysWithinBounds(t *testing.T) {
@@ -349,7 +350,7 @@ func startFakeKubelet(ctx context.Context, t *testing.T, ns string) {
 // and turned ready: Running and Ready from now. It says no change for a
 // pod that is ready already.
 func readyStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
-	if operand.IsReady(pod) {
+	if operand.IsReady(slimpod.From(pod)) {
 		return corev1.PodStatus{}, false
 	}
 	st := *pod.Status.DeepCopy()
@@ -366,7 +367,7 @@ func runKubeletStandIn(ctx context.Context, ns string, interval time.Duration, s
 			var list corev1.PodList
 			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
 				for i := range list.Items {
-					if pod := &list.Items[i]; operand.IsLive(pod) {
+					if pod := &list.Items[i]; operand.IsLive(slimpod.From(pod)) {
 						if next, changed := status(pod); changed {
 							pod.Status = next
 							_ = k8sClient.Status().Update(ctx, pod)
@@ -398,9 +399,9 @@ func watchBounds(ctx context.Context, t *testing.T, ns, name string) func() (max
 	observe := func() {
 		live, ready := 0, 0
 		for _, p := range pods {
-			if operand.IsLive(p) {
+			if operand.IsLive(slimpod.From(p)) {
 				live++
-				if operand.IsReady(p) {
+				if operand.IsReady(slimpod.From(p)) {
 					ready++
 				}
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // DefaultBurstReplicas caps the pods created or deleted in one reconcile, as
@@ -236,7 +237,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 // that waits for their answers and returns the first failure; each pod
 // deleted frees room for one creation (room may be nil when the step
 // creates nothing). The caller has expected their deletions.
-func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*corev1.Pod, room *podwrites.SurgeRoom) func() error {
+func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victims []*slimpod.Pod, room *podwrites.SurgeRoom) func() error {
 	if len(victims) == 0 {
 		return func() error { return nil }
 	}
@@ -267,7 +268,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, s *podSetScope, victi
 // condition (the last verdict stands until the deletes are answered), and
 // as writes made for status pacing: their events bring the reconcile that
 // writes the status.
-func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *podSetScope, victims []*corev1.Pod) {
+func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *podSetScope, victims []*slimpod.Pod) {
 	bg = logf.IntoContext(bg, logf.FromContext(ctx))
 	ps, key := s.podSet, s.key
 	wait := r.sendDeletes(ctx, bg, ps, key, victims, nil)
@@ -287,7 +288,7 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 // function waits for every answer and returns how many pods were deleted
 // and the first failure. A delete that is not sent or fails is no longer
 // expected.
-func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha1.PodSet, key string, victims []*corev1.Pod, freed func()) func() (int, error) {
+func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha1.PodSet, key string, victims []*slimpod.Pod, freed func()) func() (int, error) {
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -305,7 +306,7 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 		}
 		wg.Go(func() {
 			defer r.podWriteSlots.Give()
-			err := r.podControl().DeletePod(send, pod)
+			err := r.podControl().DeletePod(send, pod.MetadataOnly())
 			if (err == nil || apierrors.IsNotFound(err)) && freed != nil {
 				freed()
 			}

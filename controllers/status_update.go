@@ -11,6 +11,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -90,7 +91,7 @@ func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after 
 // observed is what the status is computed from besides the pods: the
 // PodSet's revisions, once syncRevisions found them, and the rollout
 // arithmetic's input for the pods, as the scaling phase sees it.
-func observed(ps *appv1alpha1.PodSet, rs *revisionState, rollback status.Rollback, pods []*corev1.Pod, now time.Time) status.Observed {
+func observed(ps *appv1alpha1.PodSet, rs *revisionState, rollback status.Rollback, pods []*slimpod.Pod, now time.Time) status.Observed {
 	spec, specHash := rs.spec, rs.specHash
 	if spec == nil {
 		spec, specHash = rs.update, rs.updateHash

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // A stray is a pod that left the operator's pod cache while still
@@ -40,7 +41,7 @@ import (
 // marked terminating first (graceful deletion), so only the pods reported
 // gone without a deletionTimestamp (deleted at once, or stripped) are looked
 // up again.
-func mayBeStray(pod *corev1.Pod) bool {
+func mayBeStray(pod *slimpod.Pod) bool {
 	return pod.DeletionTimestamp == nil
 }
 
@@ -70,7 +71,7 @@ func (r *PodSetReconciler) releaseStrays(ctx context.Context, s *podSetScope) er
 			strays.done(uid)
 			continue
 		}
-		if err := r.releasePod(ctx, s.podSet, pod); err != nil {
+		if err := r.releasePod(ctx, s.podSet, &pod.ObjectMeta); err != nil {
 			errs = append(errs, err)
 			continue
 		}

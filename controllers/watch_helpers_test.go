@@ -13,10 +13,12 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // podIndexWith is a pod index over informers whose stores hold pods, one
-// informer per list (a namespace each, when the cache watches a list).
+// informer per list (a namespace each, when the cache watches a list), as
+// the cache's transform leaves them: slim.
 func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *podcache.PodIndex {
 	t.Helper()
 	x := podcache.NewPodIndex()
@@ -24,7 +26,7 @@ func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *podcache.PodIndex {
 		informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
 			toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 		for _, pod := range pods {
-			if err := informer.GetStore().Add(pod); err != nil {
+			if err := informer.GetStore().Add(slimpod.From(pod)); err != nil {
 				t.Fatal(err)
 			}
 		}

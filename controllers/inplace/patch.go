@@ -13,6 +13,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // The patches are strategic merge patches: containers merge by name and
@@ -25,7 +26,7 @@ import (
 // the template's annotations (those it dropped are removed), the revision
 // label and the update's state. It carries pod's resourceVersion, so that
 // the API server refuses it if pod changed since it was read.
-func UpdatePatch(pod *corev1.Pod, from, to revision.Template, toHash string, st State, defaultImage string) []byte {
+func UpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st State, defaultImage string) []byte {
 	annotations := map[string]any{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
 	for k := range from.PodAnnotations {
 		if _, kept := to.PodAnnotations[k]; !kept {
@@ -87,7 +88,7 @@ func computeResources(r corev1.ResourceRequirements) corev1.ResourceRequirements
 // condition. A patch that puts a pod back in service (status True) carries
 // the resourceVersion the decision was made on: if the pod changed since,
 // say a new update began, it is refused and decided again.
-func GatePatch(pod *corev1.Pod, status corev1.ConditionStatus, reason, message string, now time.Time) []byte {
+func GatePatch(pod *slimpod.Pod, status corev1.ConditionStatus, reason, message string, now time.Time) []byte {
 	metadata := map[string]any{}
 	if status == corev1.ConditionTrue {
 		metadata["resourceVersion"] = pod.ResourceVersion

@@ -8,6 +8,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // State is what a pod carries, in the annotation AnnotationInPlaceUpdate,
@@ -55,7 +56,7 @@ func (st State) RestartsBefore(cs *corev1.ContainerStatus) int32 {
 }
 
 // StateOf reads the state of pod's in-place update, if it has one.
-func StateOf(pod *corev1.Pod) (State, bool) {
+func StateOf(pod *slimpod.Pod) (State, bool) {
 	raw, ok := pod.Annotations[appv1alpha1.AnnotationInPlaceUpdate]
 	if !ok {
 		return State{}, false
@@ -82,7 +83,7 @@ func (st State) Encode() string {
 // Pending reports whether pod is going through an in-place update that the
 // kubelet has not finished: it carries the update revision's label, but
 // does not run that revision yet, so it does not count as updated.
-func Pending(pod *corev1.Pod) bool {
+func Pending(pod *slimpod.Pod) bool {
 	st, ok := StateOf(pod)
 	if !ok || st.Revision != pod.Labels[appv1alpha1.LabelRevisionHash] {
 		return false
@@ -100,7 +101,7 @@ func Pending(pod *corev1.Pod) bool {
 //     wait forever (OpenKruise's CloneSet #2297);
 //   - for a resize, the container's resources in the status are those
 //     asked for, and no resize is pending or in progress.
-func Done(pod *corev1.Pod, st State) bool {
+func Done(pod *slimpod.Pod, st State) bool {
 	if pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
 		return false
 	}
@@ -129,7 +130,7 @@ func Done(pod *corev1.Pod, st State) bool {
 // kubelet's report: the container's resources are not yet those asked for,
 // and no resize is pending or under way. Either the resize was never sent,
 // or the kubelet has not seen it yet; sending it again is harmless.
-func ResizeLost(pod *corev1.Pod, st State) bool {
+func ResizeLost(pod *slimpod.Pod, st State) bool {
 	if !st.Resize || st.Resources == nil {
 		return false
 	}
@@ -153,7 +154,7 @@ func covers(have, want corev1.ResourceList) bool {
 }
 
 // ContainerStatus is the status of the operand container, or nil.
-func ContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+func ContainerStatus(pod *slimpod.Pod) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
 		if pod.Status.ContainerStatuses[i].Name == operand.ContainerName {
 			return &pod.Status.ContainerStatuses[i]
@@ -178,7 +179,7 @@ var stuckReasons = map[string]bool{
 // Stuck says why pod's in-place update does not come to an end, or "" when
 // nothing says it will not: its new container cannot start, or the kubelet
 // found the resize infeasible.
-func Stuck(pod *corev1.Pod) string {
+func Stuck(pod *slimpod.Pod) string {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
 			return fmt.Sprintf("pod %s: resize infeasible: %s", pod.Name, c.Message)

@@ -14,19 +14,20 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // updatedPod is a pod whose in-place update to revision "new" began when
 // its container was "old-id", with its generation at 2.
-func updatedPod(st inplace.State, cs corev1.ContainerStatus, observed int64, conditions ...corev1.PodCondition) *corev1.Pod {
+func updatedPod(st inplace.State, cs corev1.ContainerStatus, observed int64, conditions ...corev1.PodCondition) *slimpod.Pod {
 	cs.Name = operand.ContainerName
-	return &corev1.Pod{
+	return &slimpod.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Generation: 2,
 			Labels:      map[string]string{appv1alpha1.LabelRevisionHash: "new"},
 			Annotations: map[string]string{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()},
 		},
-		Status: corev1.PodStatus{ObservedGeneration: observed, ContainerStatuses: []corev1.ContainerStatus{cs}, Conditions: conditions},
+		Status: slimpod.PodStatus{ObservedGeneration: observed, ContainerStatuses: []corev1.ContainerStatus{cs}, Conditions: conditions},
 	}
 }
 
@@ -38,7 +39,7 @@ func TestDone(t *testing.T) {
 	resized := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.2"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
 	for _, tc := range []struct {
 		name string
-		pod  *corev1.Pod
+		pod  *slimpod.Pod
 		want bool
 	}{
 		{"the old container still runs", updatedPod(restart, corev1.ContainerStatus{ContainerID: "containerd://old-id", State: running, Ready: true}, 2), false},
@@ -57,7 +58,7 @@ func TestDone(t *testing.T) {
 			updatedPod(resize, corev1.ContainerStatus{ContainerID: "x", State: running, Ready: true, Resources: resized}, 2,
 				corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}), false,
 		},
-		{"no container status", &corev1.Pod{}, false},
+		{"no container status", &slimpod.Pod{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -83,7 +84,7 @@ func TestPendingOnlyForTheRevisionThePodCarries(t *testing.T) {
 
 func TestStuck(t *testing.T) {
 	g := NewWithT(t)
-	waiting := func(reason, msg string) *corev1.Pod {
+	waiting := func(reason, msg string) *slimpod.Pod {
 		return updatedPod(inplace.State{Revision: "new"}, corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}, 0)
 	}
 	g.Expect(inplace.Stuck(waiting("ImagePullBackOff", "Back-off pulling image \"nope\""))).To(Equal(`pod p: container podset: ImagePullBackOff: Back-off pulling image "nope"`))
@@ -96,7 +97,7 @@ func TestStuck(t *testing.T) {
 
 func TestPatches(t *testing.T) {
 	g := NewWithT(t)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42"}}
+	pod := &slimpod.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42"}}
 	from := revision.Template{Image: "a:1", PodAnnotations: map[string]string{"gone": "x", "kept": "1"}}
 	to := revision.Template{Image: "a:2", PodAnnotations: map[string]string{"kept": "2"}, Resources: inplacetestRes()}
 	st := inplace.State{Revision: "new", Restart: true, ContainerID: "c"}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // AnnotationPodDeletionCost is the annotation users set on a pod to say how
@@ -14,7 +16,7 @@ const AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
 // deletionCost is a pod's pod-deletion-cost, an int32; 0 when absent or not
 // a valid int32, as the ReplicaSet controller reads it.
-func deletionCost(pod *corev1.Pod) int32 {
+func deletionCost(pod *slimpod.Pod) int32 {
 	v, ok := pod.Annotations[AnnotationPodDeletionCost]
 	if !ok {
 		return 0
@@ -32,11 +34,11 @@ func deletionCost(pod *corev1.Pod) int32 {
 // ready, the lower controller.kubernetes.io/pod-deletion-cost before the
 // higher, the one Ready for a shorter time before the one Ready longer, the
 // one with more container restarts first, and the newer before the older.
-func ToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
+func ToDelete(pods []*slimpod.Pod, n int) []*slimpod.Pod {
 	if n <= 0 {
 		return nil
 	}
-	ranked := append([]*corev1.Pod(nil), pods...)
+	ranked := append([]*slimpod.Pod(nil), pods...)
 	sort.SliceStable(ranked, func(i, j int) bool { return lessValuable(ranked[i], ranked[j]) })
 	return ranked[:min(n, len(ranked))]
 }
@@ -49,7 +51,7 @@ var phaseRank = map[corev1.PodPhase]int{
 }
 
 // lessValuable reports whether a should be deleted before b.
-func lessValuable(a, b *corev1.Pod) bool {
+func lessValuable(a, b *slimpod.Pod) bool {
 	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
 		return a.Spec.NodeName == ""
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // Each row differs in one attribute only, so the row fails if its rule is
@@ -15,8 +16,8 @@ import (
 func TestLessValuableRules(t *testing.T) {
 	tests := []struct {
 		name   string
-		victim *corev1.Pod
-		keeper *corev1.Pod
+		victim *slimpod.Pod
+		keeper *slimpod.Pod
 	}{
 		{
 			name:   "unscheduled before scheduled",
@@ -95,8 +96,8 @@ func TestLessValuableRules(t *testing.T) {
 
 			g.Expect(lessValuable(tt.victim, tt.keeper)).To(BeTrue())
 			g.Expect(lessValuable(tt.keeper, tt.victim)).To(BeFalse())
-			g.Expect(ToDelete([]*corev1.Pod{tt.keeper, tt.victim}, 1)).To(HaveExactElements(tt.victim))
-			g.Expect(ToDelete([]*corev1.Pod{tt.victim, tt.keeper}, 1)).To(HaveExactElements(tt.victim))
+			g.Expect(ToDelete([]*slimpod.Pod{tt.keeper, tt.victim}, 1)).To(HaveExactElements(tt.victim))
+			g.Expect(ToDelete([]*slimpod.Pod{tt.victim, tt.keeper}, 1)).To(HaveExactElements(tt.victim))
 		})
 	}
 }
@@ -107,14 +108,14 @@ func TestLessValuableFullTieIsBrokenByName(t *testing.T) {
 	b := operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Minute)))
 
 	g.Expect(lessValuable(a, b)).NotTo(Equal(lessValuable(b, a)), "exactly one of two tied pods must go first")
-	g.Expect(ToDelete([]*corev1.Pod{a, b}, 1)).To(Equal(ToDelete([]*corev1.Pod{b, a}, 1)),
+	g.Expect(ToDelete([]*slimpod.Pod{a, b}, 1)).To(Equal(ToDelete([]*slimpod.Pod{b, a}, 1)),
 		"the choice must not depend on the input order")
 	g.Expect(lessValuable(a, a)).To(BeFalse(), "a pod is not less valuable than itself")
 }
 
 func TestPodsToDelete(t *testing.T) {
 	// From least to most valuable.
-	ranked := []*corev1.Pod{
+	ranked := []*slimpod.Pod{
 		operandtest.Pod("unscheduled", operandtest.Unscheduled(), operandtest.InPhase(corev1.PodPending)),
 		operandtest.Pod("pending", operandtest.InPhase(corev1.PodPending)),
 		operandtest.Pod("unknown", operandtest.InPhase(corev1.PodUnknown)),
@@ -126,7 +127,7 @@ func TestPodsToDelete(t *testing.T) {
 	tests := []struct {
 		name string
 		n    int
-		want []*corev1.Pod
+		want []*slimpod.Pod
 	}{
 		{name: "n is zero", n: 0, want: nil},
 		{name: "n is negative", n: -1, want: nil},
@@ -138,8 +139,8 @@ func TestPodsToDelete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			input := []*corev1.Pod{ranked[6], ranked[2], ranked[4], ranked[0], ranked[5], ranked[3], ranked[1]}
-			before := append([]*corev1.Pod(nil), input...)
+			input := []*slimpod.Pod{ranked[6], ranked[2], ranked[4], ranked[0], ranked[5], ranked[3], ranked[1]}
+			before := append([]*slimpod.Pod(nil), input...)
 
 			got := ToDelete(input, tt.n)
 
@@ -158,7 +159,7 @@ func TestPodsToDeleteOfNoPods(t *testing.T) {
 	g.Expect(ToDelete(nil, 3)).To(BeEmpty())
 }
 
-func toElements(pods []*corev1.Pod) []any {
+func toElements(pods []*slimpod.Pod) []any {
 	out := make([]any, len(pods))
 	for i, p := range pods {
 		out[i] = BeIdenticalTo(p)
@@ -167,7 +168,7 @@ func toElements(pods []*corev1.Pod) []any {
 }
 
 func withDeletionCost(v string) operandtest.Option {
-	return func(p *corev1.Pod) {
+	return func(p *slimpod.Pod) {
 		p.Annotations = map[string]string{AnnotationPodDeletionCost: v}
 	}
 }

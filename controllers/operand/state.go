@@ -7,19 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // IsLive reports whether a pod counts towards spec.replicas: it is not
 // being deleted and has not terminated. Terminated pods are replaced, as a
 // ReplicaSet does, rather than restarted.
-func IsLive(pod *corev1.Pod) bool {
+func IsLive(pod *slimpod.Pod) bool {
 	return pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != corev1.PodSucceeded &&
 		pod.Status.Phase != corev1.PodFailed
 }
 
 // ReadyCondition returns the pod's Ready condition, or nil.
-func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+func ReadyCondition(pod *slimpod.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
 			return &pod.Status.Conditions[i]
@@ -32,13 +33,13 @@ func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 // operator is not holding it out of service for an in-place update: the
 // kubelet turns Ready False only once it has seen the gate's condition
 // turn False, and a decision in between must not count the pod twice.
-func IsReady(pod *corev1.Pod) bool {
+func IsReady(pod *slimpod.Pod) bool {
 	c := ReadyCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue && !heldOutOfService(pod)
 }
 
 // heldOutOfService reports whether the in-place gate's condition is False.
-func heldOutOfService(pod *corev1.Pod) bool {
+func heldOutOfService(pod *slimpod.Pod) bool {
 	g := InPlaceGateCondition(pod)
 	return g != nil && g.Status == corev1.ConditionFalse
 }
@@ -46,7 +47,7 @@ func heldOutOfService(pod *corev1.Pod) bool {
 // AvailableIn is how long until a ready pod becomes available: 0 if it
 // already is, and false if it is not ready at all. A pod is available once
 // it has been Ready for minReady.
-func AvailableIn(pod *corev1.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
+func AvailableIn(pod *slimpod.Pod, minReady time.Duration, now time.Time) (time.Duration, bool) {
 	if !IsReady(pod) {
 		return 0, false
 	}
@@ -72,13 +73,13 @@ func MinReady(ps *appv1alpha1.PodSet) time.Duration {
 }
 
 // IsAvailable reports whether the pod has been Ready for minReady.
-func IsAvailable(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
+func IsAvailable(pod *slimpod.Pod, minReady time.Duration, now time.Time) bool {
 	wait, ready := AvailableIn(pod, minReady, now)
 	return ready && wait == 0
 }
 
 // RestartCount is the sum of the restart counts of the pod's containers.
-func RestartCount(pod *corev1.Pod) int32 {
+func RestartCount(pod *slimpod.Pod) int32 {
 	var n int32
 	for _, cs := range pod.Status.ContainerStatuses {
 		n += cs.RestartCount
@@ -87,7 +88,7 @@ func RestartCount(pod *corev1.Pod) int32 {
 }
 
 // UIDs are the pods' UIDs, in order.
-func UIDs(pods []*corev1.Pod) []types.UID {
+func UIDs(pods []*slimpod.Pod) []types.UID {
 	uids := make([]types.UID, len(pods))
 	for i, p := range pods {
 		uids[i] = p.UID

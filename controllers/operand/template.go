@@ -10,6 +10,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 const (
@@ -141,7 +142,7 @@ func sameCommand(got, want []string) bool {
 // It is how pods created before revisions existed (operator v0.1.0, which
 // labelled no revision) are recognised as current after an upgrade, instead
 // of being rolled.
-func MatchesTemplate(pod *corev1.Pod, tmpl revision.Template, defaultImage string) bool {
+func MatchesTemplate(pod *slimpod.Pod, tmpl revision.Template, defaultImage string) bool {
 	want := Container(tmpl, defaultImage)
 	var got *corev1.Container
 	for i := range pod.Spec.Containers {
@@ -181,7 +182,7 @@ func InPlaceUpdates(ps *appv1alpha1.PodSet) bool {
 // HasInPlaceGate reports whether pod carries the readiness gate of in-place
 // updates, without which it is never updated in place: its Ready condition
 // could not be held False while its container restarts.
-func HasInPlaceGate(pod *corev1.Pod) bool {
+func HasInPlaceGate(pod *slimpod.Pod) bool {
 	for _, g := range pod.Spec.ReadinessGates {
 		if g.ConditionType == appv1alpha1.PodConditionInPlaceUpdateReady {
 			return true
@@ -192,7 +193,7 @@ func HasInPlaceGate(pod *corev1.Pod) bool {
 
 // InPlaceGateCondition returns the pod's condition of the in-place gate, or
 // nil.
-func InPlaceGateCondition(pod *corev1.Pod) *corev1.PodCondition {
+func InPlaceGateCondition(pod *slimpod.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == appv1alpha1.PodConditionInPlaceUpdateReady {
 			return &pod.Status.Conditions[i]

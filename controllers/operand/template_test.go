@@ -13,6 +13,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 const managerDefaultImage = "registry.example.com/operand@sha256:0123"
@@ -231,12 +232,12 @@ func TestMatchesTemplateKnowsTheFormerDefaultCommand(t *testing.T) {
 	ps := &appv1alpha1.PodSet{}
 	ps.Name, ps.Namespace = "web", "default"
 	pod := NewPod(ps, revision.Template{}, "h", managerDefaultImage)
-	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeTrue())
+	g.Expect(MatchesTemplate(slimpod.From(pod), revision.Template{}, managerDefaultImage)).To(BeTrue())
 
 	pod.Spec.Containers[0].Command = []string{"sleep", "3600"}
-	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeTrue(), "the former default command")
-	g.Expect(MatchesTemplate(pod, revision.Template{Command: []string{"sleep", "60"}}, managerDefaultImage)).To(BeFalse())
+	g.Expect(MatchesTemplate(slimpod.From(pod), revision.Template{}, managerDefaultImage)).To(BeTrue(), "the former default command")
+	g.Expect(MatchesTemplate(slimpod.From(pod), revision.Template{Command: []string{"sleep", "60"}}, managerDefaultImage)).To(BeFalse())
 
 	pod.Spec.Containers[0].Command = []string{"sleep", "infinity"}
-	g.Expect(MatchesTemplate(pod, revision.Template{}, managerDefaultImage)).To(BeFalse())
+	g.Expect(MatchesTemplate(slimpod.From(pod), revision.Template{}, managerDefaultImage)).To(BeFalse())
 }

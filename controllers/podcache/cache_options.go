@@ -14,10 +14,11 @@ import (
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/retreat"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
-// carry the managed-by label, without their managedFields and with only the
+// carry the managed-by label, each as a slimpod.Pod that holds only the
 // parts of the pod the reconciler reads (see slimPod). The operator's memory
 // then grows with its own pods, not with the rest of the cluster's, and by
 // as little as possible per pod.
@@ -56,38 +57,37 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 }
 
 // newPodTransform is the transform of cached pods: slimPod, then the pod's
-// common parts shared with the other cached pods (see sharedValues).
+// common parts shared with the other cached pods (see sharedValues). The
+// informer's store holds what it returns, a *slimpod.Pod.
 func newPodTransform(now func() time.Time) toolscache.TransformFunc {
 	shared := newSharedValues(now)
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
-			// A cache.DeletedFinalStateUnknown tombstone: nothing to slim.
+			// A pod already slimmed (the informer's resync queues the
+			// stored objects again) or a cache.DeletedFinalStateUnknown
+			// tombstone: nothing to slim.
 			return obj, nil
 		}
-		slimPod(pod)
-		shared.sharePod(pod, operand.HasInPlaceGate(pod))
-		return pod, nil
+		slim := slimPod(pod)
+		shared.sharePod(slim, operand.HasInPlaceGate(slim))
+		return slim, nil
 	}
 }
 
-// slimPod slims a cached pod. The reconciler reads a pod's
-// metadata, spec.nodeName (deletion ranking) and status (liveness,
+// slimPod is what the cache keeps of a pod: a slimpod.Pod, whose struct
+// holds only what the reconciler reads (see package slimpod). It reads a
+// pod's metadata, spec.nodeName (deletion ranking) and status (liveness,
 // readiness, restart counts), never the rest of its spec: pods are created
-// from the PodSet, not compared with it. The spec is most of a pod's size
-// (the benchmark's heap profile, 10,000 owned pods: 33 MB of 105 MB in use
-// were PodSpecs, half of them the cache's, half the copies every List
-// makes), so dropping it shrinks both the cache and each reconcile's
-// garbage. Patches the reconciler sends (adoption, release, revision label)
-// are computed between two versions of the cached object and so only carry
-// metadata.
+// from the PodSet, not compared with it. Writes to a pod (adoption,
+// release, revision label, in-place updates) are patches made from its
+// metadata (slimpod.Pod.MetadataOnly).
 //
-// Of the status it keeps what operand.IsLive, operand.IsReady, operand.IsAvailable and the
-// deletion ranking read: the phase, the Ready condition and each
-// container's restart count. The rest (the other conditions, IPs, images,
-// container IDs and states) is about a kilobyte per running pod, and with
-// ten thousand pods about a tenth of the operator's heap (docs/benchmarks.md,
-// "Memory").
+// Of the status it keeps what operand.IsLive, operand.IsReady,
+// operand.IsAvailable and the deletion ranking read: the phase, the Ready
+// condition and each container's restart count. The rest (the other
+// conditions, IPs, images, container IDs and states) is about a kilobyte per
+// running pod.
 //
 // Pods that may be updated in place (they carry the in-place readiness
 // gate) keep more of their status: see slimPodStatus.
@@ -96,14 +96,17 @@ func newPodTransform(now func() time.Time) toolscache.TransformFunc {
 // revisions existed (operator v0.1.0) or are orphans, and the reconciler
 // compares their containers with the pod template once, to label them (see
 // labelUnrevisionedPods). Once labelled, their next event slims them too.
-func slimPod(pod *corev1.Pod) {
-	pod.ManagedFields = nil
-	pod.Status = slimPodStatus(&pod.Status, operand.HasInPlaceGate(pod))
-	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
-		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: pod.Spec.Containers, ReadinessGates: pod.Spec.ReadinessGates}
-		return
+func slimPod(pod *corev1.Pod) *slimpod.Pod {
+	slim := &slimpod.Pod{
+		ObjectMeta: pod.ObjectMeta,
+		Spec:       slimpod.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates},
 	}
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
+	slim.ManagedFields = nil
+	slim.Status = slimPodStatus(&pod.Status, operand.HasInPlaceGate(slim))
+	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
+		slim.Spec.Containers = pod.Spec.Containers
+	}
+	return slim
 }
 
 // waitingReasons are the kubelet's reasons for a waiting container that
@@ -138,8 +141,8 @@ func waitingReason(state corev1.ContainerState) corev1.ContainerState {
 // A pod that may be updated in place (inPlace) also keeps what tells what
 // its container was before an update and whether the kubelet has done it: its container's ID, state, readiness and
 // resources, the resize conditions and the generation the kubelet observed.
-func slimPodStatus(status *corev1.PodStatus, inPlace bool) corev1.PodStatus {
-	slim := corev1.PodStatus{Phase: status.Phase}
+func slimPodStatus(status *corev1.PodStatus, inPlace bool) slimpod.PodStatus {
+	slim := slimpod.PodStatus{Phase: status.Phase}
 	for _, c := range status.Conditions {
 		switch {
 		case c.Type == corev1.PodReady:

@@ -14,6 +14,8 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
@@ -46,7 +48,7 @@ func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	g := NewWithT(t)
 	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
 	g.Expect(opts.DefaultTransform).NotTo(BeNil())
-	pod := unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue}))
+	pod := operandtest.AsPod(unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue})))
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 
 	out, err := opts.DefaultTransform(pod)
@@ -128,24 +130,25 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	out, err := transform(pod)
 
 	g.Expect(err).NotTo(HaveOccurred())
-	slim := out.(*corev1.Pod)
+	slim := out.(*slimpod.Pod)
 	g.Expect(slim.ManagedFields).To(BeEmpty())
-	g.Expect(slim.Spec).To(Equal(corev1.PodSpec{NodeName: "node-1"}))
-	g.Expect(slim.Status).To(Equal(corev1.PodStatus{
+	g.Expect(slim.Spec).To(Equal(slimpod.PodSpec{NodeName: "node-1"}))
+	g.Expect(slim.Status).To(Equal(slimpod.PodStatus{
 		Phase:             corev1.PodRunning,
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "podset", RestartCount: 2}, {Name: "sidecar", RestartCount: 1}},
 	}))
 	want.ManagedFields = nil
 	g.Expect(slim.ObjectMeta).To(Equal(want.ObjectMeta))
-	// What the reconciler reads answers the same on the slim pod.
+	// What the reconciler reads answers the same on the slim pod as on
+	// the whole one.
 	now := time.Now()
 	for _, minReady := range []time.Duration{0, 30 * time.Second, 2 * time.Minute} {
-		g.Expect(operand.IsAvailable(slim, minReady, now)).To(Equal(operand.IsAvailable(want, minReady, now)), "minReady %v", minReady)
+		g.Expect(operand.IsAvailable(slim, minReady, now)).To(Equal(operand.IsAvailable(slimpod.From(want), minReady, now)), "minReady %v", minReady)
 	}
 	g.Expect(operand.IsLive(slim)).To(BeTrue())
 	g.Expect(operand.IsReady(slim)).To(BeTrue())
-	g.Expect(operand.RestartCount(slim)).To(Equal(operand.RestartCount(want)))
+	g.Expect(operand.RestartCount(slim)).To(Equal(operand.RestartCount(slimpod.From(want))))
 	g.Expect(operand.RestartCount(slim)).To(Equal(int32(3)))
 
 	// A pod that may be updated in place keeps its gate, the gate's
@@ -158,8 +161,8 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	gated.Status.Conditions = append(gated.Status.Conditions, gate, resizing)
 	out, err = transform(gated.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
-	slim = out.(*corev1.Pod)
-	g.Expect(slim.Spec).To(Equal(corev1.PodSpec{NodeName: "node-1", ReadinessGates: gated.Spec.ReadinessGates}))
+	slim = out.(*slimpod.Pod)
+	g.Expect(slim.Spec).To(Equal(slimpod.PodSpec{NodeName: "node-1", ReadinessGates: gated.Spec.ReadinessGates}))
 	g.Expect(slim.Status.Conditions).To(Equal([]corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}, gate, resizing,
 	}))
@@ -177,10 +180,9 @@ func TestCachedPodsWithoutReadyConditionStayUnready(t *testing.T) {
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}},
 	}
 
-	slimPod(pod)
+	slim := slimPod(pod)
 
-	slim := pod
-	g.Expect(slim.Status).To(Equal(corev1.PodStatus{Phase: corev1.PodPending}))
+	g.Expect(slim.Status).To(Equal(slimpod.PodStatus{Phase: corev1.PodPending}))
 	g.Expect(operand.IsReady(slim)).To(BeFalse())
 	g.Expect(operand.IsLive(slim)).To(BeTrue())
 }
@@ -192,9 +194,9 @@ func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
 	pod.Spec.NodeName = "node-1"
 	containers := pod.DeepCopy().Spec.Containers
 
-	slimPod(pod)
+	slim := slimPod(pod)
 
-	g.Expect(pod.Spec).To(Equal(corev1.PodSpec{NodeName: "node-1", Containers: containers}),
+	g.Expect(slim.Spec).To(Equal(slimpod.PodSpec{NodeName: "node-1", Containers: containers}),
 		"labelUnrevisionedPods compares them with the template")
 }
 
@@ -204,6 +206,21 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 	out, err := newPodTransform(time.Now)(tombstone)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(tombstone))
+}
+
+// The informer's resync queues the objects of its store again, and so
+// through the transform: a pod already slim comes out as it went in.
+func TestCachedPodTransformPassesSlimPodsThrough(t *testing.T) {
+	g := NewWithT(t)
+	transform := newPodTransform(time.Now)
+	slim, err := transform(newPodFromSpec(unitPodSet(1), testOperandImage))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(slim).To(BeAssignableToTypeOf(&slimpod.Pod{}))
+
+	again, err := transform(slim)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(slim))
 }
 
 // TestCachedPodsKeepTheReasonTheirContainersWait: auto-rollback reads it
@@ -219,9 +236,9 @@ func TestCachedPodsKeepTheReasonTheirContainersWait(t *testing.T) {
 		{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 	}
 
-	slimPod(pod)
+	slim := slimPod(pod)
 
-	g.Expect(pod.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{
+	g.Expect(slim.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{
 		{Name: "a", RestartCount: 4, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
 		{Name: "b", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "Waiting"}}},
 		{Name: "c"},

@@ -12,6 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // Indexes of the pod informers. Looking a PodSet's pods up through them costs
@@ -84,13 +85,13 @@ func (x *PodIndex) add(indexer toolscache.Indexer) {
 // PodSet uid or carry the PodSet label name, each once. The pods are the
 // cache's own objects: callers must not modify them (adoptPods and
 // releasePod copy first).
-func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*corev1.Pod, error) {
+func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod.Pod, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.indexers) == 0 {
 		return nil, errPodCacheNotStarted
 	}
-	var pods []*corev1.Pod
+	var pods []*slimpod.Pod
 	for _, indexer := range x.indexers {
 		owned, err := indexer.ByIndex(podControllerUIDIndex, namespace+"/"+string(uid))
 		if err != nil {
@@ -101,7 +102,7 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*corev1.
 			return nil, err
 		}
 		if pods == nil {
-			pods = make([]*corev1.Pod, 0, len(owned)+len(labelled))
+			pods = make([]*slimpod.Pod, 0, len(owned)+len(labelled))
 		}
 		// The two lookups are not one snapshot: a pod adopted or released
 		// between them is in both, once with each controller. Deduplicating
@@ -109,13 +110,13 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*corev1.
 		// in between, which the second lookup alone shows.
 		seen := make(map[types.UID]struct{}, len(owned))
 		for _, obj := range owned {
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := obj.(*slimpod.Pod); ok {
 				seen[pod.UID] = struct{}{}
 				pods = append(pods, pod)
 			}
 		}
 		for _, obj := range labelled {
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := obj.(*slimpod.Pod); ok {
 				if _, dup := seen[pod.UID]; !dup {
 					pods = append(pods, pod)
 				}
@@ -126,7 +127,7 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*corev1.
 }
 
 func indexPodByControllerUID(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*slimpod.Pod)
 	if !ok {
 		return nil, nil
 	}
@@ -137,7 +138,7 @@ func indexPodByControllerUID(obj any) ([]string, error) {
 }
 
 func indexPodByPodSetLabel(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*slimpod.Pod)
 	if !ok {
 		return nil, nil
 	}

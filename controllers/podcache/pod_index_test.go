@@ -9,12 +9,13 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // podIndexWith builds a PodIndex with one pod informer per slice of pods, as
 // the manager does for each watched namespace, and fills their stores
 // without starting them.
-func podIndexWith(t *testing.T, stores ...[]*corev1.Pod) *PodIndex {
+func podIndexWith(t *testing.T, stores ...[]*slimpod.Pod) *PodIndex {
 	t.Helper()
 	x := NewPodIndex()
 	for _, pods := range stores {
@@ -45,32 +46,32 @@ func TestPodIndexCandidates(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		stores [][]*corev1.Pod
-		want   []*corev1.Pod
+		stores [][]*slimpod.Pod
+		want   []*slimpod.Pod
 	}{
 		{
 			name:   "controlled pods, whatever their labels, and pods labelled for the PodSet",
-			stores: [][]*corev1.Pod{{owned, ownedRelabelled, orphan, othersLabelled, otherPodSet}},
-			want:   []*corev1.Pod{owned, ownedRelabelled, orphan, othersLabelled},
+			stores: [][]*slimpod.Pod{{owned, ownedRelabelled, orphan, othersLabelled, otherPodSet}},
+			want:   []*slimpod.Pod{owned, ownedRelabelled, orphan, othersLabelled},
 		},
 		{
 			name:   "a labelled pod in another namespace is not a candidate",
-			stores: [][]*corev1.Pod{{owned, namesakeElsewhere}},
-			want:   []*corev1.Pod{owned},
+			stores: [][]*slimpod.Pod{{owned, namesakeElsewhere}},
+			want:   []*slimpod.Pod{owned},
 		},
 		{
 			name:   "one informer per namespace: every one is asked",
-			stores: [][]*corev1.Pod{{owned}, {orphan, otherPodSet}, {namesakeElsewhere}},
-			want:   []*corev1.Pod{owned, orphan},
+			stores: [][]*slimpod.Pod{{owned}, {orphan, otherPodSet}, {namesakeElsewhere}},
+			want:   []*slimpod.Pod{owned, orphan},
 		},
 		{
 			name:   "a pod in another namespace claiming the PodSet as controller is not a candidate",
-			stores: [][]*corev1.Pod{{owned, foreignOwnerRef}},
-			want:   []*corev1.Pod{owned},
+			stores: [][]*slimpod.Pod{{owned, foreignOwnerRef}},
+			want:   []*slimpod.Pod{owned},
 		},
 		{
 			name:   "no pods",
-			stores: [][]*corev1.Pod{{otherPodSet}},
+			stores: [][]*slimpod.Pod{{otherPodSet}},
 			want:   nil,
 		},
 	}
@@ -89,7 +90,7 @@ func TestPodIndexCandidates(t *testing.T) {
 
 // identicalTo matches each element by pointer identity: the index must hand
 // out the cached objects, not copies.
-func identicalTo(pods []*corev1.Pod) []any {
+func identicalTo(pods []*slimpod.Pod) []any {
 	out := make([]any, 0, len(pods))
 	for _, p := range pods {
 		out = append(out, BeIdenticalTo(p))
@@ -146,7 +147,7 @@ func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
 	tests := []struct {
 		name            string
 		owned, labelled []any
-		want            *corev1.Pod
+		want            *slimpod.Pod
 	}{
 		{"adopted between the lookups: seen by the label lookup only", nil, []any{adopted}, adopted},
 		{"released between the lookups: once, as the owned lookup saw it", []any{adopted}, []any{orphan}, adopted},

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // sharedValues makes the parts that cached pods have in common one value
@@ -20,8 +22,8 @@ import (
 // a third of the operator's heap.
 //
 // Sharing is safe because cached objects are read-only: the reconciler
-// copies a pod (DeepCopy) before it changes one, and controller-runtime's
-// client hands out copies too.
+// writes a pod through a copy of its metadata (slimpod.Pod.MetadataOnly)
+// and changes its own pods only after a DeepCopy.
 //
 // What was shared is forgotten when no pod event has asked for it for one
 // to two periods (see generations), so that the revisions, nodes and
@@ -54,7 +56,7 @@ func newSharedValues(now func() time.Time) *sharedValues {
 // and, for a pod without a revision, its containers, which are not shared.
 // A pod that may be updated in place (inPlace) keeps its containers' whole
 // states and resources (slimPodStatus); those are its own.
-func (v *sharedValues) sharePod(pod *corev1.Pod, inPlace bool) {
+func (v *sharedValues) sharePod(pod *slimpod.Pod, inPlace bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	pod.Namespace = v.string(pod.Namespace)

@@ -11,14 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // decodedPod is a pod as the API server's decoder hands it to the
-// transform: every map, slice and string its own allocation.
-func decodedPod(name string) *corev1.Pod {
+// transform: every map, slice and string its own allocation; slim, as the
+// transform shares its parts after slimPod.
+func decodedPod(name string) *slimpod.Pod {
 	clone := func(s string) string { return string([]byte(s)) }
 	since := metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
-	return &corev1.Pod{
+	return slimpod.From(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: clone("team-a"), GenerateName: clone("web-"), UID: types.UID("uid-" + name),
 			Labels:      map[string]string{clone("app"): clone("web"), "podset": clone("web"), "hash": clone("abc")},
@@ -32,7 +35,7 @@ func decodedPod(name string) *corev1.Pod {
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: clone("podset"), RestartCount: 0}},
 		},
-	}
+	})
 }
 
 // same tells whether two maps or slices are one value, not two equal ones.

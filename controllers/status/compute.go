@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // Outcome is what the scaling phase of one reconcile did.
@@ -72,7 +72,7 @@ type Rollback struct {
 // else was observed. It is a pure function of its arguments: the same pods at
 // the same time always give the same status, so a status write happens only
 // when something the user can see has changed.
-func Compute(ps *appv1alpha1.PodSet, pods []*corev1.Pod, observed Observed, outcome Outcome, now time.Time) appv1alpha1.PodSetStatus {
+func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, outcome Outcome, now time.Time) appv1alpha1.PodSetStatus {
 	prev := ps.Status
 	status := *ps.Status.DeepCopy()
 	desired := ps.DesiredReplicas()
@@ -130,7 +130,7 @@ func wantUpdated(in rollout.Input) int {
 
 // setReplicaCounts sets replicas, readyReplicas, availableReplicas, the
 // updated counts and podNames from the live pods.
-func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*corev1.Pod, updateHash string, minReady time.Duration, now time.Time) {
+func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*slimpod.Pod, updateHash string, minReady time.Duration, now time.Time) {
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
 	status.UpdatedReplicas, status.UpdatedReadyReplicas, status.UpdatedAvailableReplicas = 0, 0, 0
 	status.PodNames = nil
@@ -422,8 +422,8 @@ func keptOld(in *rollout.Input) int {
 
 // stuckInPlace is why the first pod (by name) whose in-place update does not
 // come to an end is stuck, or "".
-func stuckInPlace(pods []*corev1.Pod) string {
-	var first *corev1.Pod
+func stuckInPlace(pods []*slimpod.Pod) string {
+	var first *slimpod.Pod
 	for _, pod := range pods {
 		if operand.IsLive(pod) && inplace.Pending(pod) && inplace.Stuck(pod) != "" && (first == nil || pod.Name < first.Name) {
 			first = pod
@@ -474,7 +474,7 @@ const maxConditionMessage = 32768
 // NextAvailabilityCheck is how long until the first pod that is ready but not
 // yet available becomes available; 0 when there is none. No pod event marks
 // that moment, so the reconciler requeues itself for it.
-func NextAvailabilityCheck(pods []*corev1.Pod, minReady time.Duration, now time.Time) time.Duration {
+func NextAvailabilityCheck(pods []*slimpod.Pod, minReady time.Duration, now time.Time) time.Duration {
 	var next time.Duration
 	for _, pod := range pods {
 		if !operand.IsLive(pod) {

@@ -15,13 +15,14 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // withoutRevisions is what the reconciler observes of ps before it knows any
 // revision of it: no update hash, so that every live pod counts as the
 // update revision's in the rollout's input, under the default update
 // strategy these tests leave in place.
-func withoutRevisions(ps *appv1alpha1.PodSet, pods []*corev1.Pod, now time.Time) Observed {
+func withoutRevisions(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, now time.Time) Observed {
 	strategy, err := rollout.Resolve(int(ps.DesiredReplicas()), false, false, nil, nil, 0)
 	if err != nil {
 		panic(err)
@@ -42,7 +43,7 @@ func TestComputeStatusCounts(t *testing.T) {
 	tests := []struct {
 		name          string
 		minReady      int32
-		pods          []*corev1.Pod
+		pods          []*slimpod.Pod
 		wantReplicas  int32
 		wantReady     int32
 		wantAvailable int32
@@ -54,7 +55,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:     "only live pods count, ready and available told apart by minReadySeconds",
 			minReady: 10,
-			pods: []*corev1.Pod{
+			pods: []*slimpod.Pod{
 				operandtest.Pod("c-not-ready", operandtest.NotReadySince(operandtest.Now.Add(-time.Hour))),
 				operandtest.Pod("f-failed", operandtest.InPhase(corev1.PodFailed)),
 				operandtest.Pod("a-available", operandtest.ReadySince(operandtest.Now.Add(-time.Minute))),
@@ -71,7 +72,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "without minReadySeconds every ready pod is available",
 			minReady:      0,
-			pods:          []*corev1.Pod{operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))), operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
+			pods:          []*slimpod.Pod{operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))), operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
 			wantReplicas:  2,
 			wantReady:     2,
 			wantAvailable: 2,
@@ -80,7 +81,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "ready exactly minReadySeconds ago is available",
 			minReady:      10,
-			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-10*time.Second)))},
+			pods:          []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-10*time.Second)))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 1,
@@ -89,7 +90,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		{
 			name:          "ready one second short of minReadySeconds is not",
 			minReady:      10,
-			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)))},
+			pods:          []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 0,
@@ -100,7 +101,7 @@ func TestComputeStatusCounts(t *testing.T) {
 			// how long it has been ready.
 			name:          "ready with no transition time is not available under minReadySeconds",
 			minReady:      10,
-			pods:          []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(time.Time{}))},
+			pods:          []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(time.Time{}))},
 			wantReplicas:  1,
 			wantReady:     1,
 			wantAvailable: 0,
@@ -148,13 +149,13 @@ func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 }
 
 func TestComputeStatusAvailableAndProgressing(t *testing.T) {
-	ready := func(name string) *corev1.Pod {
+	ready := func(name string) *slimpod.Pod {
 		return operandtest.Pod(name, operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))
 	}
 	tests := []struct {
 		name                string
 		replicas            int32
-		pods                []*corev1.Pod
+		pods                []*slimpod.Pod
 		wantAvailable       metav1.ConditionStatus
 		wantAvailableReason string
 		wantProgressing     metav1.ConditionStatus
@@ -163,7 +164,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "too few pods",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a")},
+			pods:                []*slimpod.Pod{ready("a")},
 			wantAvailable:       metav1.ConditionFalse,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -172,7 +173,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "too many pods, enough available",
 			replicas:            1,
-			pods:                []*corev1.Pod{ready("a"), ready("b")},
+			pods:                []*slimpod.Pod{ready("a"), ready("b")},
 			wantAvailable:       metav1.ConditionTrue,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasAvailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -181,7 +182,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "enough pods, not all available",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a"), operandtest.Pod("b")},
+			pods:                []*slimpod.Pod{ready("a"), operandtest.Pod("b")},
 			wantAvailable:       metav1.ConditionFalse,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -190,7 +191,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "enough pods, a terminating one not counted",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a"), operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)), operandtest.TerminatingSince(operandtest.Now))},
+			pods:                []*slimpod.Pod{ready("a"), operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)), operandtest.TerminatingSince(operandtest.Now))},
 			wantAvailable:       metav1.ConditionFalse,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasUnavailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -199,7 +200,7 @@ func TestComputeStatusAvailableAndProgressing(t *testing.T) {
 		{
 			name:                "all pods available",
 			replicas:            2,
-			pods:                []*corev1.Pod{ready("a"), ready("b")},
+			pods:                []*slimpod.Pod{ready("a"), ready("b")},
 			wantAvailable:       metav1.ConditionTrue,
 			wantAvailableReason: appv1alpha1.ReasonMinimumReplicasAvailable,
 			wantProgressing:     metav1.ConditionTrue,
@@ -322,7 +323,7 @@ func TestComputeStatusReplicaFailure(t *testing.T) {
 func TestComputeStatusKeepsLastTransitionTimeWhileStatusHolds(t *testing.T) {
 	g := NewWithT(t)
 	ps := operandtest.PodSet(2)
-	pods := []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))}
+	pods := []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))}
 
 	first := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 	ps.Status = first
@@ -364,7 +365,7 @@ func TestComputeStatusTransitionTimeIsNow(t *testing.T) {
 func TestComputeStatusIsPure(t *testing.T) {
 	g := NewWithT(t)
 	ps := pureStatusInput()
-	pods := []*corev1.Pod{
+	pods := []*slimpod.Pod{
 		operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))),
 		operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
 		operandtest.Pod("c", operandtest.TerminatingSince(operandtest.Now)),
@@ -381,12 +382,12 @@ func TestComputeStatusIsPure(t *testing.T) {
 func TestComputeStatusDoesNotMutateItsInput(t *testing.T) {
 	g := NewWithT(t)
 	ps := pureStatusInput()
-	pods := []*corev1.Pod{
+	pods := []*slimpod.Pod{
 		operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Second))),
 		operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
 	}
 	psBefore := ps.DeepCopy()
-	podsBefore := []*corev1.Pod{pods[0].DeepCopy(), pods[1].DeepCopy()}
+	podsBefore := []*slimpod.Pod{pods[0].DeepCopy(), pods[1].DeepCopy()}
 
 	st := Compute(ps, pods, withoutRevisions(ps, pods, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
@@ -400,38 +401,38 @@ func TestNextAvailabilityCheck(t *testing.T) {
 	tests := []struct {
 		name     string
 		minReady time.Duration
-		pods     []*corev1.Pod
+		pods     []*slimpod.Pod
 		want     time.Duration
 	}{
 		{name: "no pods", minReady: minReady, want: 0},
 		{
 			name:     "all available",
 			minReady: minReady,
-			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Minute)))},
+			pods:     []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Minute)))},
 			want:     0,
 		},
 		{
 			name:     "none ready",
 			minReady: minReady,
-			pods:     []*corev1.Pod{operandtest.Pod("a"), operandtest.Pod("b", operandtest.NotReadySince(operandtest.Now))},
+			pods:     []*slimpod.Pod{operandtest.Pod("a"), operandtest.Pod("b", operandtest.NotReadySince(operandtest.Now))},
 			want:     0,
 		},
 		{
 			name:     "no minReadySeconds",
 			minReady: 0,
-			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
+			pods:     []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now))},
 			want:     0,
 		},
 		{
 			name:     "one pending",
 			minReady: minReady,
-			pods:     []*corev1.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-3*time.Second)))},
+			pods:     []*slimpod.Pod{operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-3*time.Second)))},
 			want:     7 * time.Second,
 		},
 		{
 			name:     "the smallest remaining wait",
 			minReady: minReady,
-			pods: []*corev1.Pod{
+			pods: []*slimpod.Pod{
 				operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-2*time.Second))),
 				operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-6*time.Second))),
 				operandtest.Pod("c", operandtest.ReadySince(operandtest.Now.Add(-time.Minute))),
@@ -442,7 +443,7 @@ func TestNextAvailabilityCheck(t *testing.T) {
 		{
 			name:     "pods that are not live are not waited for",
 			minReady: minReady,
-			pods: []*corev1.Pod{
+			pods: []*slimpod.Pod{
 				operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-2*time.Second))),
 				operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)), operandtest.TerminatingSince(operandtest.Now)),
 				operandtest.Pod("c", operandtest.ReadySince(operandtest.Now.Add(-9*time.Second)), operandtest.InPhase(corev1.PodSucceeded)),

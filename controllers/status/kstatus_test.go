@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -16,6 +15,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/internal/argocd"
 )
 
@@ -26,7 +26,7 @@ import (
 // the progress deadline with a failing pod write. The situations a
 // reconciler reaches on a cluster are in controllers/kstatus_integration_test.go.
 func TestComputeReconcilingAndStalled(t *testing.T) {
-	ready := func(name string) *corev1.Pod {
+	ready := func(name string) *slimpod.Pod {
 		return operandtest.Pod(name, operandtest.ReadySince(operandtest.Now.Add(-2*time.Hour)))
 	}
 	settledLongAgo := func(ps *appv1alpha1.PodSet) {
@@ -52,8 +52,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 		name     string
 		replicas int32
 		prepare  func(*appv1alpha1.PodSet)
-		pods     []*corev1.Pod
-		observed func(ps *appv1alpha1.PodSet, pods []*corev1.Pod) Observed
+		pods     []*slimpod.Pod
+		observed func(ps *appv1alpha1.PodSet, pods []*slimpod.Pod) Observed
 		outcome  Outcome
 		// want is kstatus' verdict; for a Deployment in the same situation
 		// it is the same (none for InPlaceOnly).
@@ -70,7 +70,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "a pod lost an hour after the last progress",
 			replicas: 2,
 			prepare:  settledLongAgo,
-			pods:     []*corev1.Pod{ready("a")},
+			pods:     []*slimpod.Pod{ready("a")},
 			want:     kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse, wantArgo: argocd.Progressing,
 			wantReason: appv1alpha1.ReasonScalingUp,
 		},
@@ -78,7 +78,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "a pod no longer ready an hour after the last progress",
 			replicas: 2,
 			prepare:  settledLongAgo,
-			pods:     []*corev1.Pod{ready("a"), operandtest.Pod("b")},
+			pods:     []*slimpod.Pod{ready("a"), operandtest.Pod("b")},
 			want:     kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse, wantArgo: argocd.Progressing,
 			wantReason: appv1alpha1.ReasonWaitingForAvailability,
 		},
@@ -86,7 +86,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			name:     "no progress past the deadline, pod creations refused",
 			replicas: 2,
 			prepare:  stuckSince,
-			pods:     []*corev1.Pod{ready("a")},
+			pods:     []*slimpod.Pod{ready("a")},
 			outcome:  Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New(`pods "web-x" is forbidden: exceeded quota: pods`)},
 			want:     kstatus.FailedStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue, wantArgo: argocd.Degraded,
 			wantReason: appv1alpha1.ReasonProgressDeadlineExceeded, wantInMessage: "exceeded quota",
@@ -94,7 +94,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 		{
 			name:     "scaling up within the deadline, pod creations refused",
 			replicas: 2,
-			pods:     []*corev1.Pod{ready("a")},
+			pods:     []*slimpod.Pod{ready("a")},
 			outcome:  Outcome{Attempted: true, FailureReason: appv1alpha1.ReasonFailedCreate, Err: errors.New(`pods "web-x" is forbidden: exceeded quota: pods`)},
 			want:     kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse, wantArgo: argocd.Progressing,
 			wantReason: appv1alpha1.ReasonScalingUp, wantInMessage: "exceeded quota",
@@ -104,7 +104,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			// Stalled at once rather than at the deadline.
 			name:     "InPlaceOnly keeps pods whose change needs new pods",
 			replicas: 2,
-			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			pods:     []*slimpod.Pod{ready("a"), ready("b")},
 			observed: inPlaceOnly(resolve(false, nil, 0), false, 0, "spec.env changed"),
 			want:     kstatus.FailedStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionTrue, wantArgo: argocd.Degraded,
 			wantReason: appv1alpha1.ReasonInPlaceOnlyKeepsPods, wantInMessage: "spec.env changed",
@@ -114,7 +114,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			// partition keeps every pod on the old revision anyway: done.
 			name:     "InPlaceOnly with maxUnavailable 0, the partition holding every pod",
 			replicas: 2,
-			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			pods:     []*slimpod.Pod{ready("a"), ready("b")},
 			observed: inPlaceOnly(resolve(false, ptr.To(intstr.FromInt32(0)), 2), true, 2, ""),
 			want:     kstatus.CurrentStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionFalse,
 			wantReason: appv1alpha1.ReasonReconciled, wantArgo: argocd.Healthy,
@@ -124,7 +124,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 			// paused Deployment is, whatever the pods it would keep.
 			name:     "InPlaceOnly keeps pods, paused",
 			replicas: 2,
-			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			pods:     []*slimpod.Pod{ready("a"), ready("b")},
 			observed: inPlaceOnly(resolve(true, nil, 0), false, 0, "spec.env changed"),
 			want:     kstatus.InProgressStatus, wantReconciling: metav1.ConditionTrue, wantStalled: metav1.ConditionFalse,
 			wantReason: appv1alpha1.ReasonPaused, wantArgo: argocd.Suspended,
@@ -132,7 +132,7 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 		{
 			name:     "converged",
 			replicas: 2,
-			pods:     []*corev1.Pod{ready("a"), ready("b")},
+			pods:     []*slimpod.Pod{ready("a"), ready("b")},
 			want:     kstatus.CurrentStatus, wantReconciling: metav1.ConditionFalse, wantStalled: metav1.ConditionFalse, wantArgo: argocd.Healthy,
 			wantReason: appv1alpha1.ReasonReconciled,
 		},
@@ -184,8 +184,8 @@ func TestComputeReconcilingAndStalled(t *testing.T) {
 // when the template asks for web-2 under InPlaceOnly: strategy resolves
 // replicas 2, old says how many pods (all available) each group has, and
 // kept why the first pod kept cannot take the change in place.
-func inPlaceOnly(strategy rollout.Strategy, zeroAsked bool, oldInPlace int, kept string) func(*appv1alpha1.PodSet, []*corev1.Pod) Observed {
-	return func(*appv1alpha1.PodSet, []*corev1.Pod) Observed {
+func inPlaceOnly(strategy rollout.Strategy, zeroAsked bool, oldInPlace int, kept string) func(*appv1alpha1.PodSet, []*slimpod.Pod) Observed {
+	return func(*appv1alpha1.PodSet, []*slimpod.Pod) Observed {
 		return Observed{
 			UpdateRevision: "web-2", CurrentRevision: "web-1", UpdateHash: "2",
 			Rollout: &rollout.Input{

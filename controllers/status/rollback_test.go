@@ -5,7 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -13,6 +12,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
 	"github.com/example/podset-operator/controllers/rollout"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // TestComputeStatusUnderAutoRollback: what the status says of
@@ -20,7 +20,7 @@ import (
 // completed one.
 func TestComputeStatusUnderAutoRollback(t *testing.T) {
 	now := operandtest.Now
-	available := func(name string) *corev1.Pod {
+	available := func(name string) *slimpod.Pod {
 		return operandtest.Pod(name, operandtest.ReadySince(now.Add(-time.Minute)))
 	}
 	rolled := &appv1alpha1.AutoRollbackStatus{FailedRevision: "web-bad", Revision: "web-good", Trigger: "RestartLimit",
@@ -40,7 +40,7 @@ func TestComputeStatusUnderAutoRollback(t *testing.T) {
 	tests := []struct {
 		name       string
 		replicas   int32
-		pods       []*corev1.Pod
+		pods       []*slimpod.Pod
 		observed   Observed
 		prevLast   string
 		wantReason string
@@ -50,12 +50,12 @@ func TestComputeStatusUnderAutoRollback(t *testing.T) {
 		wantRolled *appv1alpha1.AutoRollbackStatus
 	}{{
 		name: "a completed rollout is recorded as the last completed revision", replicas: 2,
-		pods:     []*corev1.Pod{available("a"), available("b")},
+		pods:     []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-good", TargetRevision: "web-good", Rollout: input(2, 2, 2, 0)},
 		prevLast: "web-older", wantReason: appv1alpha1.ReasonNewRevisionAvailable, wantStatus: metav1.ConditionTrue, wantLast: "web-good",
 	}, {
 		name: "a rollout under way records nothing", replicas: 2,
-		pods:     []*corev1.Pod{available("a"), available("b")},
+		pods:     []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-new", TargetRevision: "web-new", Rollout: input(2, 1, 1, 1)},
 		prevLast: "web-good", wantReason: appv1alpha1.ReasonRollingUpdate, wantStatus: metav1.ConditionTrue, wantLast: "web-good",
 	}, {
@@ -64,7 +64,7 @@ func TestComputeStatusUnderAutoRollback(t *testing.T) {
 		prevLast: "web-good", wantReason: appv1alpha1.ReasonNewRevisionAvailable, wantStatus: metav1.ConditionTrue, wantLast: "web-good",
 	}, {
 		name: "rolling back", replicas: 2,
-		pods: []*corev1.Pod{available("a"), available("b")},
+		pods: []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-bad", TargetRevision: "web-good", Rollout: input(2, 1, 1, 1),
 			Rollback: Rollback{Status: rolled}},
 		prevLast: "web-good", wantReason: appv1alpha1.ReasonRolledBack, wantStatus: metav1.ConditionFalse,
@@ -72,21 +72,21 @@ func TestComputeStatusUnderAutoRollback(t *testing.T) {
 		wantLast: "web-good", wantRolled: rolled,
 	}, {
 		name: "rolled back", replicas: 2,
-		pods: []*corev1.Pod{available("a"), available("b")},
+		pods: []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-bad", TargetRevision: "web-good", Rollout: input(2, 2, 2, 0),
 			Rollback: Rollback{Status: rolled}},
 		prevLast: "web-good", wantReason: appv1alpha1.ReasonRolledBack, wantStatus: metav1.ConditionFalse,
 		wantMsg: "all 2 pods are back on revision web-good", wantLast: "web-good", wantRolled: rolled,
 	}, {
 		name: "stopped", replicas: 2,
-		pods: []*corev1.Pod{available("a"), available("b")},
+		pods: []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-bad", TargetRevision: "web-good", Rollout: input(2, 1, 1, 1),
 			Rollback: Rollback{Status: stopped}},
 		prevLast: "web-good", wantReason: appv1alpha1.ReasonRollbackStopped, wantStatus: metav1.ConditionFalse,
 		wantMsg: "the pods are left as they are", wantLast: "web-good", wantRolled: stopped,
 	}, {
 		name: "failed with nothing to return to", replicas: 2,
-		pods: []*corev1.Pod{available("a"), available("b")},
+		pods: []*slimpod.Pod{available("a"), available("b")},
 		observed: Observed{UpdateRevision: "web-bad", TargetRevision: "web-bad", Rollout: input(2, 2, 0, 0),
 			Rollback: Rollback{Status: nowhere}},
 		wantReason: appv1alpha1.ReasonRolloutFailed, wantStatus: metav1.ConditionFalse,
@@ -147,7 +147,7 @@ func TestARetryStartsTheDeadlineAfresh(t *testing.T) {
 	}
 	s, err := rollout.Resolve(2, false, false, nil, nil, 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	pods := []*corev1.Pod{
+	pods := []*slimpod.Pod{
 		operandtest.Pod("a", operandtest.ReadySince(now.Add(-time.Hour))),
 		operandtest.Pod("b", operandtest.ReadySince(now.Add(-time.Hour))),
 	}
