@@ -526,11 +526,11 @@ bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods 
 
 .PHONY: bench-inplace
 INPLACE_PODS ?= 30
-bench-inplace: cluster-tools real-node-tools build ## On one real node (needs root): roll INPLACE_PODS pods to a new image as a PodSet in place, a PodSet with ReCreate and a Deployment, with maxSurge 25% and 0%, BENCH_FLAGS="-runs N" times each (default 3); writes docs/benchmarks-inplace-surge{25,0}.json.
+bench-inplace: cluster-tools real-node-tools build ## On one real node (needs root): roll INPLACE_PODS pods to a new image as a PodSet in place, a PodSet with ReCreate and a Deployment, with maxSurge 25% and 0%, then to new cpu and memory (no restart in place) with maxSurge 25%, BENCH_FLAGS="-runs N" times each (default 3); writes docs/benchmarks-inplace-surge{25,0}.json and docs/benchmarks-inplace-resources-surge25.json.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
-	set -e; for surge in 25% 0%; do \
-	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -inplace-pods $(INPLACE_PODS) -inplace-surge $$surge \
-	    -node-images $(NODE_IMAGES) -out docs $(BENCH_FLAGS); \
+	set -e; for run in image:25% image:0% resources:25%; do \
+	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -inplace-pods $(INPLACE_PODS) \
+	    -inplace-change $${run%%:*} -inplace-surge $${run#*:} -node-images $(NODE_IMAGES) -out docs $(BENCH_FLAGS); \
 	done
 
 .PHONY: bench-smoke

@@ -104,7 +104,10 @@ type options struct {
 	// on a real node whose images are in nodeImages.
 	inPlacePods  int
 	inPlaceSurge string
-	nodeImages   string
+	// inPlaceChange is what the in-place phase changes: "image" or
+	// "resources" (see nodeChanges).
+	inPlaceChange string
+	nodeImages    string
 	// identity is who the operator runs as (identity.go), and configDir
 	// the kustomization whose ServiceAccount and RBAC it gets.
 	identity, configDir string
@@ -134,6 +137,7 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the cluster's logs (the operator's, the API server's, the audit log with -requests) in -out/run-logs even when the run set passes, for tracing; a failed run set always keeps them in -out/failed-run-logs")
 	flag.IntVar(&o.inPlacePods, "inplace-pods", 0, "when set, run only the in-place phase: owners of this many pods rolled to a new image on one real node (needs root and -node-images)")
 	flag.StringVar(&o.inPlaceSurge, "inplace-surge", "25%", "maxSurge of every owner of the in-place phase (maxUnavailable is 25%)")
+	flag.StringVar(&o.inPlaceChange, "inplace-change", "image", "what the in-place phase changes: image (a new image: the container restarts) or resources (new cpu and memory, resizePolicy NotRequired: no restart)")
 	flag.StringVar(&o.nodeImages, "node-images", os.Getenv("NODE_IMAGES"), "the real node's image archives (hack/build-node-images.sh), for -inplace-pods")
 	flag.StringVar(&o.replot, "replot", "", "only re-render the table and chart of an existing benchmarks.json into -out")
 	flag.StringVar(&o.growthFit, "growth-fit", "", "only fit the growth runs in these space-separated directories (each with a benchmarks.json of the memory scenario without foreign pods), print the table and the fitted lines, and check -growth-max-peak-kib-per-pod")
