@@ -512,7 +512,7 @@ bench: cluster-tools build ## Run the full benchmark (about 25 min on 2 cores wi
 # fails when the peak RSS grows by more than GROWTH_MAX_PEAK_KIB_PER_POD per
 # owned pod. docs/benchmarks.md ("Growth") shows the table and the lines.
 GROWTH_OWNERS ?= 1000 2500 5000
-GROWTH_MAX_PEAK_KIB_PER_POD ?= 5.0
+GROWTH_MAX_PEAK_KIB_PER_POD ?= 3.5
 
 .PHONY: bench-growth
 bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods in PodSets of 10; about 15 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json, prints the fitted lines, fails above GROWTH_MAX_PEAK_KIB_PER_POD.
