@@ -213,7 +213,7 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 func TestCachedPodTransformPassesSlimPodsThrough(t *testing.T) {
 	g := NewWithT(t)
 	transform := newPodTransform(time.Now)
-	slim, err := transform(newPodFromSpec(unitPodSet(1), testOperandImage))
+	slim, err := transform(newPodFromSpec(unitPodSet(1), ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(slim).To(BeAssignableToTypeOf(&slimpod.Pod{}))
 
