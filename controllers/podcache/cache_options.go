@@ -64,9 +64,10 @@ func newPodTransform(now func() time.Time) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
-			// A pod already slimmed (the informer's resync queues the
-			// stored objects again) or a cache.DeletedFinalStateUnknown
-			// tombstone: nothing to slim.
+			// A pod already slimmed (with WatchList, the reflector's
+			// temporary store transforms the initial events and the
+			// queue's Replace transforms them again) or a
+			// cache.DeletedFinalStateUnknown tombstone: nothing to slim.
 			return obj, nil
 		}
 		slim := slimPod(pod)

@@ -208,8 +208,9 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 	g.Expect(out).To(Equal(tombstone))
 }
 
-// The informer's resync queues the objects of its store again, and so
-// through the transform: a pod already slim comes out as it went in.
+// With WatchList, the initial events go through the transform twice (the
+// reflector's temporary store, then the queue's Replace): a pod already slim
+// comes out as it went in.
 func TestCachedPodTransformPassesSlimPodsThrough(t *testing.T) {
 	g := NewWithT(t)
 	transform := newPodTransform(time.Now)
