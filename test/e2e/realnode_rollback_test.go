@@ -7,9 +7,12 @@ package e2e
 // to the last revision that completed.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,17 +34,24 @@ import (
 )
 
 // goodPodsWatch follows the PodSet's pods and records the fewest Ready
-// pods of one revision (the last good one) seen at any moment.
+// pods of one revision (the last good one) seen at any moment. For the
+// pods of other revisions it records how long the API showed each Ready,
+// from its Ready condition's transition to the first event that showed it
+// not Ready: a span of minReadySeconds or more made the pod available to
+// the operator, whatever its container did meanwhile.
 type goodPodsWatch struct {
 	mu       sync.Mutex
 	hash     string
 	ready    map[string]bool
 	minReady int
+	// readySince and shownReady are of the pods of other revisions.
+	readySince map[string]time.Time
+	shownReady map[string]time.Duration
 }
 
 func watchGoodPods(t *testing.T, ps *appv1alpha1.PodSet, hash string, pods []corev1.Pod) *goodPodsWatch {
 	t.Helper()
-	w := &goodPodsWatch{hash: hash, ready: map[string]bool{}}
+	w := &goodPodsWatch{hash: hash, ready: map[string]bool{}, readySince: map[string]time.Time{}, shownReady: map[string]time.Duration{}}
 	for i := range pods {
 		w.ready[pods[i].Name] = isRunningAndReady(&pods[i])
 	}
@@ -52,7 +62,11 @@ func watchGoodPods(t *testing.T, ps *appv1alpha1.PodSet, hash string, pods []cor
 	go func() {
 		for ev := range iface.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || pod.Labels[appv1alpha1.LabelRevisionHash] != hash {
+			if !ok {
+				continue
+			}
+			if pod.Labels[appv1alpha1.LabelRevisionHash] != hash {
+				w.otherRevision(pod, ev.Type == watch.Deleted)
 				continue
 			}
 			w.mu.Lock()
@@ -66,6 +80,39 @@ func watchGoodPods(t *testing.T, ps *appv1alpha1.PodSet, hash string, pods []cor
 		}
 	}()
 	return w
+}
+
+// otherRevision records how long the API has shown a pod of another
+// revision Ready.
+func (w *goodPodsWatch) otherRevision(pod *corev1.Pod, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !deleted && isRunningAndReady(pod) {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				w.readySince[pod.Name] = c.LastTransitionTime.Time
+			}
+		}
+		return
+	}
+	if since, ok := w.readySince[pod.Name]; ok {
+		w.shownReady[pod.Name] = max(w.shownReady[pod.Name], time.Since(since))
+		delete(w.readySince, pod.Name)
+	}
+}
+
+// shownReadyLongest says which pods of other revisions the API showed
+// Ready longest, and for how long, the longest first.
+func (w *goodPodsWatch) shownReadyLongest() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := slices.Collect(maps.Keys(w.shownReady))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(w.shownReady[b], w.shownReady[a]) })
+	spans := make([]string, len(names))
+	for i, name := range names {
+		spans[i] = fmt.Sprintf("%s %.1fs", name, w.shownReady[name].Seconds())
+	}
+	return strings.Join(spans, ", ")
 }
 
 func (w *goodPodsWatch) count() int {
@@ -105,6 +152,20 @@ func testRealAutoRollbackScenarios(t *testing.T) {
 	}
 }
 
+// crashingPodsMinReadySeconds is the minReadySeconds of the scenarios that
+// count the last good revision's Ready pods while new pods crash. A pod
+// whose container crashes a few seconds after starting is Ready for those
+// seconds; minReadySeconds keeps it from counting as available, so the
+// rollout does not take it for progress and delete one more old pod. That
+// holds only while the kubelet reports the crash within minReadySeconds of
+// the Ready transition: until then the API shows the pod Ready, and the
+// operator, as the ReplicaSet controller, counts it available once that
+// Ready is minReadySeconds old. On a loaded 2-core node the API showed a
+// container that exits at once Ready for 4.4 s, and one that crashes 2 s
+// after starting for 4.8 s and, once, more than 5 s; the step's log says
+// how long, and 12 s leaves room for twice that.
+const crashingPodsMinReadySeconds = 12
+
 // testRealAutoRollback rolls one PodSet to three bad revisions in a row,
 // each failing its own way on the node, and expects each rollout returned
 // to the same last good revision, within maxUnavailable, with the status,
@@ -115,10 +176,7 @@ func testRealAutoRollback(t *testing.T) {
 	ps := newRealPodSet(t, "real-rollback", replicas, func(s *appv1alpha1.PodSetSpec) {
 		s.Image = busybox137
 		s.Command = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
-		// A pod whose container crashes a few seconds after starting is
-		// Ready for those seconds: minReadySeconds keeps it from counting
-		// as available, so the rollout does not take it for progress.
-		s.MinReadySeconds = 5
+		s.MinReadySeconds = crashingPodsMinReadySeconds
 		s.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
 			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 			AutoRollback: &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](2), FailureGracePeriodSeconds: ptr.To[int32](5)},
@@ -180,7 +238,7 @@ func testRealAutoRollback(t *testing.T) {
 			}
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		rb := getPodSet(g, t.Context(), ps.Namespace, ps.Name).Status.AutoRollback
-		step("rolled back from %s to %s: %s: %s", failed, good, rb.Trigger, rb.Message)
+		step("rolled back from %s to %s: %s: %s; the API has shown pods of failed revisions Ready for: %s", failed, good, rb.Trigger, rb.Message, w.shownReadyLongest())
 		// The metrics say the same: the rollback counted under its
 		// trigger, and the series that the alert PodSetRolledBack fires
 		// on (podset_status_auto_rollback == 1, no `for`; promtool tests
@@ -193,7 +251,9 @@ func testRealAutoRollback(t *testing.T) {
 		g.Eventually(func(g Gomega) string {
 			return rollbackEventFor(g, t, ps, failed)
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainSubstring("revision " + failed + " failed"))
-		g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+		g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1),
+			"more than maxUnavailable pods of the last good revision were unavailable; the API showed these pods of failed revisions Ready for (minReadySeconds %d): %s",
+			ps.Spec.MinReadySeconds, w.shownReadyLongest())
 		lastFailed = failed
 	}
 
@@ -229,7 +289,9 @@ func testRealAutoRollback(t *testing.T) {
 		g.Expect(rb).NotTo(BeNil())
 		g.Expect(rb.Time).To(Equal(second.Time))
 	}).WithContext(t.Context()).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
-	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1),
+		"more than maxUnavailable pods of the last good revision were unavailable; the API showed these pods of failed revisions Ready for (minReadySeconds %d): %s",
+		ps.Spec.MinReadySeconds, w.shownReadyLongest())
 
 	step("a good template starts a new rollout, which completes")
 	g.Expect(patchPodSet(t, ps, `{"spec":{"command":["sh","-c","trap 'exit 0' TERM; sleep 3600 & wait"],"podAnnotations":{"v":"2"}}}`)).To(Succeed())
@@ -463,6 +525,7 @@ func testRealAutoRollbackPartition(t *testing.T) {
 	const replicas = 4
 	ps, good, pods := newRealRollbackPodSet(t, "real-rollback-partition", replicas, func(s *appv1alpha1.PodSetSpec) {
 		s.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
+		s.MinReadySeconds = crashingPodsMinReadySeconds
 	})
 	w := watchGoodPods(t, ps, pods[0].Labels[appv1alpha1.LabelRevisionHash], pods)
 	before := map[string]bool{}
@@ -487,9 +550,12 @@ func testRealAutoRollbackPartition(t *testing.T) {
 			}
 		}
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	step("rolled back: %d of the %d pods are those from before the rollout (%s: %s)", kept, replicas, rb.Trigger, rb.Message)
+	step("rolled back: %d of the %d pods are those from before the rollout (%s: %s); the API showed pods of the failed revision Ready for: %s",
+		kept, replicas, rb.Trigger, rb.Message, w.shownReadyLongest())
 	g.Expect(kept).To(BeNumerically(">=", 2), "the pods the partition kept were replaced")
-	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1), "more than maxUnavailable pods of the last good revision were unavailable")
+	g.Expect(w.fewestReady()).To(BeNumerically(">=", replicas-1),
+		"more than maxUnavailable pods of the last good revision were unavailable; the API showed these pods of the failed revision Ready for (minReadySeconds %d): %s",
+		ps.Spec.MinReadySeconds, w.shownReadyLongest())
 }
 
 // testRealAutoRollbackStops: the last good revision is broken by the time
