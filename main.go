@@ -185,6 +185,7 @@ func main() {
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
 		Cache:                               podcache.CacheOptions(namespaces, pods, podSetMetrics, watchGaps),
+		Client:                              podcache.ClientOptions(),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")

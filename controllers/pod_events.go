@@ -74,7 +74,7 @@ var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podEventHan
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-	pod, ok := e.Object.(*slimpod.Pod)
+	pod, ok := slimpod.Of(e.Object)
 	if !ok {
 		return
 	}
@@ -94,8 +94,8 @@ func (h *podEventHandler) Create(_ context.Context, e event.TypedCreateEvent[cli
 }
 
 func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-	oldPod, ok1 := e.ObjectOld.(*slimpod.Pod)
-	newPod, ok2 := e.ObjectNew.(*slimpod.Pod)
+	oldPod, ok1 := slimpod.Of(e.ObjectOld)
+	newPod, ok2 := slimpod.Of(e.ObjectNew)
 	if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion {
 		return // a resync: nothing changed
 	}
@@ -127,7 +127,7 @@ func (h *podEventHandler) Update(_ context.Context, e event.TypedUpdateEvent[cli
 }
 
 func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-	pod, ok := e.Object.(*slimpod.Pod)
+	pod, ok := slimpod.Of(e.Object)
 	if !ok {
 		return
 	}
@@ -147,7 +147,7 @@ func (h *podEventHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cli
 }
 
 func (h *podEventHandler) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
-	if pod, ok := e.Object.(*slimpod.Pod); ok {
+	if pod, ok := slimpod.Of(e.Object); ok {
 		if owner, _, ok := podSetOwner(pod); ok {
 			h.enqueue(q, owner)
 		}

@@ -47,6 +47,8 @@ var (
 	suitePods *podcache.PodIndex
 	// suiteCache is the suite manager's cache: what its reconciles read.
 	suiteCache client.Reader
+	// suiteClient is the suite manager's client, as the reconciler has it.
+	suiteClient client.Client
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
@@ -108,12 +110,14 @@ func runSuite(m *testing.M) int {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  podcache.CacheOptions(nil, pods, suitePodSetMetrics, gaps),
+		Client:                 podcache.ClientOptions(),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		return 1
 	}
 	suiteCache = mgr.GetCache()
+	suiteClient = mgr.GetClient()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := (&PodSetReconciler{

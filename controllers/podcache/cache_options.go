@@ -56,6 +56,16 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 	return opts
 }
 
+// ClientOptions is what the manager's client reads from the cache: not
+// pods. The cache holds *slimpod.Pod, so a read of a *corev1.Pod from it
+// would fail ("cache had type *slimpod.Pod"); such a read goes to the API
+// server instead. The reconciler reads pods through PodIndex, and the rare
+// direct reads through the APIReader; a live read through the client is a
+// request the benchmark's request table would show.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}}}}
+}
+
 // newPodTransform is the transform of cached pods: slimPod, then the pod's
 // common parts shared with the other cached pods (see sharedValues). The
 // informer's store holds what it returns, a *slimpod.Pod.

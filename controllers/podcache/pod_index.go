@@ -110,13 +110,13 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod
 		// in between, which the second lookup alone shows.
 		seen := make(map[types.UID]struct{}, len(owned))
 		for _, obj := range owned {
-			if pod, ok := obj.(*slimpod.Pod); ok {
+			if pod, ok := slimpod.Of(obj); ok {
 				seen[pod.UID] = struct{}{}
 				pods = append(pods, pod)
 			}
 		}
 		for _, obj := range labelled {
-			if pod, ok := obj.(*slimpod.Pod); ok {
+			if pod, ok := slimpod.Of(obj); ok {
 				if _, dup := seen[pod.UID]; !dup {
 					pods = append(pods, pod)
 				}
@@ -127,7 +127,7 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod
 }
 
 func indexPodByControllerUID(obj any) ([]string, error) {
-	pod, ok := obj.(*slimpod.Pod)
+	pod, ok := slimpod.Of(obj)
 	if !ok {
 		return nil, nil
 	}
@@ -138,7 +138,7 @@ func indexPodByControllerUID(obj any) ([]string, error) {
 }
 
 func indexPodByPodSetLabel(obj any) ([]string, error) {
-	pod, ok := obj.(*slimpod.Pod)
+	pod, ok := slimpod.Of(obj)
 	if !ok {
 		return nil, nil
 	}

@@ -165,3 +165,24 @@ func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
 		})
 	}
 }
+
+// A cache built without the pod transform stores full pods: the index still
+// finds them (slimmed on the way out), rather than seeing no pods at all.
+func TestPodIndexCandidatesFromFullPods(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	owned := unitPod("owned", controlledByPodSet("web"), withPodLabels(operand.Labels(ps)))
+	orphan := unitPod("orphan", withPodLabels(operand.Labels(ps)))
+	x := NewPodIndex()
+	informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	for _, pod := range []*slimpod.Pod{owned, orphan} {
+		g.Expect(informer.GetStore().Add(&corev1.Pod{ObjectMeta: pod.ObjectMeta})).To(Succeed())
+	}
+
+	got, err := x.Candidates(ps.Namespace, ps.Name, ps.UID)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveLen(2))
+	g.Expect([]string{got[0].Name, got[1].Name}).To(ConsistOf("owned", "orphan"))
+}

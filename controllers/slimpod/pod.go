@@ -64,6 +64,19 @@ func From(pod *corev1.Pod) *Pod {
 	}
 }
 
+// Of is obj as a slim Pod: obj itself when it is one, From(obj) when it is
+// a *corev1.Pod (a cache built without the pod transform holds those: it
+// costs memory, not correctness), and false for anything else.
+func Of(obj any) (*Pod, bool) {
+	switch pod := obj.(type) {
+	case *Pod:
+		return pod, true
+	case *corev1.Pod:
+		return From(pod), true
+	}
+	return nil, false
+}
+
 // FromList is the slim Pods of a list's items, which they share.
 func FromList(items []corev1.Pod) []*Pod {
 	pods := make([]*Pod, len(items))

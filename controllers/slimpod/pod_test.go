@@ -87,3 +87,21 @@ func TestPodStaysSmall(t *testing.T) {
 	g.Expect(size).To(BeNumerically("<=", 384), "a Pod fits the 384-byte size class of Go's allocator")
 	g.Expect(size).To(BeNumerically("<", full/3), "corev1.Pod is %d bytes", full)
 }
+
+func TestOfTakesSlimAndFullPods(t *testing.T) {
+	g := NewWithT(t)
+	slim := From(fullPod())
+	got, ok := Of(slim)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(BeIdenticalTo(slim), "a slim pod is taken as it is")
+
+	got, ok = Of(fullPod())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(slim), "a full pod is slimmed")
+
+	for _, obj := range []any{nil, &corev1.Node{}, "web-a"} {
+		got, ok = Of(obj)
+		g.Expect(ok).To(BeFalse(), "%T", obj)
+		g.Expect(got).To(BeNil())
+	}
+}
