@@ -515,7 +515,7 @@ GROWTH_OWNERS ?= 1000 2500 5000
 GROWTH_MAX_PEAK_KIB_PER_POD ?= 3.5
 
 .PHONY: bench-growth
-bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods in PodSets of 10; about 15 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json, prints the fitted lines, fails above GROWTH_MAX_PEAK_KIB_PER_POD.
+bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods in PodSets of 10; about 25 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json, prints the fitted lines, fails above GROWTH_MAX_PEAK_KIB_PER_POD.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	set -e; for n in $(GROWTH_OWNERS); do \
 	  mkdir -p docs/growth/$${n}x10; \

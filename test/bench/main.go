@@ -126,7 +126,7 @@ func parseFlags() (options, error) {
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
 	warmUp := flag.String("warm-up", "100x10", "OWNERSxREPLICAS shape of one unmeasured phase of each kind before the first run, so that no measured phase meets a cold API server; empty skips it")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
-	flag.BoolVar(&o.rssRestart, "rss-restart", false, "end the memory scenario with a restart: the settled operator stopped, a pod of each of the first 10 PodSets deleted, a new operator started; its time to act and to catch up, and its peak RSS")
+	flag.BoolVar(&o.rssRestart, "rss-restart", false, "end the memory scenario with two takeovers, a restart (the settled operator stopped, a new one started) and a failover (a standby started, the leader SIGKILLed), each after a pod of each of the first 10 PodSets was deleted: the new leader's time to act and to catch up, and its peak RSS")
 	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "the operator binary")
 	flag.StringVar(&o.crdDir, "crd-dir", "config/crd/bases", "the CRD manifests")
