@@ -33,10 +33,11 @@ func startOperator(ctx context.Context, bin, kubeconfig, logDir, name string, wi
 	return launchOperator(ctx, bin, kubeconfig, logDir, name, withPprof, true, extraArgs...)
 }
 
-// startStandby runs the manager as startOperator does, for a standby of
-// leader election: it returns once its metrics are served, without
-// waiting for workers it will only start as the leader.
-func startStandby(ctx context.Context, bin, kubeconfig, logDir, name string, extraArgs ...string) (*operator, error) {
+// startServing runs the manager as startOperator does, but returns once
+// its metrics are served, without waiting for its workers: a standby of
+// leader election starts them only as the leader, and a restart's caller
+// times them itself (a wait here would delay its first look at the log).
+func startServing(ctx context.Context, bin, kubeconfig, logDir, name string, extraArgs ...string) (*operator, error) {
 	return launchOperator(ctx, bin, kubeconfig, logDir, name, false, false, extraArgs...)
 }
 

@@ -156,7 +156,7 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string, fa
 		}
 		if failover {
 			res.Kind = "failover"
-			standby, err := startStandby(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-standby", args...)
+			standby, err := startServing(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-standby", args...)
 			if err != nil {
 				return err
 			}
@@ -203,7 +203,7 @@ func (b *bench) restartAtScale(ctx context.Context, old *operator, ns string, fa
 		logf("memory: %s: %d pods of %d PodSets deleted, gone after %.1fs", res.Kind, res.PodsDeleted, len(victims), time.Since(deleted).Seconds())
 		if !failover {
 			w.setStart()
-			op, err := startOperator(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", false, args...)
+			op, err := startServing(ctx, o.manager, b.opKubeconfig, b.logDir, "operator-rss-restart", args...)
 			if err != nil {
 				return err
 			}
