@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -214,7 +213,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		Owns(&appsv1.ControllerRevision{}).
 		// A quota that makes room wakes the PodSets it refused, instead of
 		// leaving them in the backoff (quota_wakeups.go).
-		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(podSetsRefusedIn(r.Client)),
+		Watches(&corev1.ResourceQuota{}, wakeRefusedPodSets(r.Client),
 			builder.WithPredicates(quotaMadeRoom())).
 		// The PodSets to look at again that no watch event will bring
 		// (wakeups.go).

@@ -6,8 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,6 +31,13 @@ import (
 // on the first refused create (status.WriteIsUrgent), and the write's own
 // event reconciles the PodSet again, so a quota raised before the condition
 // reaches the cache is seen too.
+//
+// A woken PodSet's backoff starts again from 5 ms (wakeRefusedPodSets): the
+// API server's quota admission judges a create against its own cache of the
+// quota, which can be behind the operator's, so the first create after the
+// wake may still be refused. Its retries then come within about as long as
+// the API server took to catch up, not after the backoff the refusals before
+// the wake had built.
 
 // quotaMadeRoom passes the ResourceQuota events after which a create it
 // refused may succeed. A new quota only adds limits, so creation passes
@@ -91,5 +100,25 @@ func podSetsRefusedIn(reader client.Reader) func(context.Context, client.Object)
 			}
 		}
 		return requests
+	}
+}
+
+// wakeRefusedPodSets enqueues the PodSets a quota event may unblock
+// (podSetsRefusedIn), each with its backoff forgotten.
+func wakeRefusedPodSets(reader client.Reader) handler.EventHandler {
+	refused := podSetsRefusedIn(reader)
+	wake := func(ctx context.Context, quota client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range refused(ctx, quota) {
+			q.Forget(req)
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			wake(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			wake(ctx, e.Object, q)
+		},
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
@@ -90,4 +93,37 @@ func TestPodSetsRefusedInWakesOnlyFailingPodSetsOfTheQuotaNamespace(t *testing.T
 	requests := podSetsRefusedIn(reader)(context.Background(), quota)
 	g.Expect(requests).To(HaveLen(1))
 	g.Expect(requests[0].NamespacedName).To(Equal(types.NamespacedName{Namespace: "a", Name: "refused"}))
+}
+
+// A PodSet refused for a while has a long backoff; the quota's wake must
+// start it again, or a create the API server refuses once more (its quota
+// cache behind the operator's) would wait out that backoff.
+func TestWakeRefusedPodSetsRestartsTheBackoff(t *testing.T) {
+	g := NewWithT(t)
+	refused := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "refused"}}
+	refused.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue, Reason: "r"}}
+	reader := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(refused).Build()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "q"}}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "refused"}}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+	for name, wake := range map[string]func(handler.EventHandler, queue){
+		"raised": func(h handler.EventHandler, q queue) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: quota, ObjectNew: quota}, q)
+		},
+		"deleted": func(h handler.EventHandler, q queue) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: quota}, q)
+		},
+	} {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		for range 12 {
+			q.AddRateLimited(req)
+		}
+		g.Expect(q.NumRequeues(req)).To(Equal(12), name)
+
+		wake(wakeRefusedPodSets(reader), q)
+		g.Expect(q.NumRequeues(req)).To(BeZero(), name)
+		g.Expect(q.Len()).To(Equal(1), name)
+		q.ShutDown()
+	}
 }
