@@ -135,7 +135,7 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests in config/ from the Go markers.
 	@mkdir -p $(LOCALBIN)
 	tmp=$$(mktemp -d $(LOCALBIN)/.manifests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true paths="./..." output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
 	perl -0pi -e 's/^          metadata:\n            type: object\n/          metadata:\n            properties:\n              name:\n                maxLength: 63\n                type: string\n            type: object\n/m' $$tmp/crd/app.example.com_podsets.yaml && \
 	grep -q '^                maxLength: 63$$' $$tmp/crd/app.example.com_podsets.yaml && \
 	hack/install-changed.sh $$tmp/crd config/crd/bases && hack/install-changed.sh $$tmp/rbac config/rbac
@@ -276,7 +276,7 @@ endif
 
 .PHONY: install
 install: manifests $(KUSTOMIZE) ## Install the CRD into the cluster of your current kubeconfig.
-	$(KUSTOMIZE) build config/crd | kubectl apply -f -
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side --force-conflicts -f -
 
 .PHONY: uninstall
 uninstall: manifests $(KUSTOMIZE) ## Remove the CRD (and so every PodSet) from the cluster.
@@ -285,7 +285,7 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRD (and so every PodSet) from t
 .PHONY: deploy
 deploy: manifests $(KUSTOMIZE) ## Deploy the operator (image IMG) into the cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | kubectl apply -f -
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side --force-conflicts -f -
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove the deployed operator from the cluster.

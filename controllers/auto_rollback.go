@@ -276,10 +276,14 @@ func (w *failureWatch) observe(hash string, pods []*slimpod.Pod, since time.Time
 			continue
 		}
 		before := w.pods[pod.UID]
-		containers := make(map[string]watchedContainer, len(pod.Status.ContainerStatuses))
+		// Init containers and sidecars, whose statuses slimpod keeps
+		// with the others, fail as the others do: a crash loop in one
+		// keeps the pod from ever turning Ready.
+		statuses := pod.Status.ContainerStatuses
+		containers := make(map[string]watchedContainer, len(statuses))
 		p := retreat.Pod{Name: pod.Name}
-		for i := range pod.Status.ContainerStatuses {
-			cs := &pod.Status.ContainerStatuses[i]
+		for i := range statuses {
+			cs := &statuses[i]
 			c, known := before[cs.Name]
 			if !known {
 				c.since = map[retreat.Trigger]time.Time{}

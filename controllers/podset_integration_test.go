@@ -656,10 +656,11 @@ func setPodQuota(g Gomega, ns string, pods int64) *corev1.ResourceQuota {
 	return q
 }
 
-// A pod stripped of the managed-by label leaves the operator's cache. It is
+// A pod stripped of the app.example.com/podset label leaves the operator's
+// cache (and its selector). It is
 // released (its controller reference removed) before its replacement is
 // created, so the PodSet never controls more live pods than spec.replicas.
-func TestIntegrationPodStrippedOfManagedByIsReleased(t *testing.T) {
+func TestIntegrationPodStrippedOfItsPodSetLabelIsReleased(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -669,7 +670,7 @@ func TestIntegrationPodStrippedOfManagedByIsReleased(t *testing.T) {
 
 	stripped := pods[0].DeepCopy()
 	patch := client.MergeFrom(stripped.DeepCopy())
-	delete(stripped.Labels, appv1alpha1.LabelManagedBy)
+	delete(stripped.Labels, appv1alpha1.LabelPodSet)
 	g.Expect(k8sClient.Patch(ctx, stripped, patch)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {

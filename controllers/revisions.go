@@ -37,7 +37,7 @@ const maxCollisionRetries = 5
 func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) error {
 	ps, rs := s.podSet, &s.revisions
 	rs.collisionCount = ps.Status.CollisionCount
-	rs.updateTemplate = revision.FromPodSet(ps)
+	rs.updateTemplate = operand.TemplateOf(ps)
 	rs.defaultImage = r.DefaultImage
 
 	if ps.DeletionTimestamp != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/leaderfence"
@@ -178,6 +180,20 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return 0, nil
 	}
 	ps := s.podSet
+	if short := ps.Spec.ShortFormFields(); ps.Spec.Template != nil && len(short) > 0 {
+		// The admission policy podsets-template.app.example.com refuses
+		// this where it runs.
+		err := fmt.Errorf("spec.template: cannot be set beside spec.%s, its short form; a PodSet sets one or the other", strings.Join(short, ", spec."))
+		return 0, r.templateRefused(ps, err)
+	}
+	if why := operand.RestrictedRefusal(operand.NewPod(ps, tmpl, hash, r.DefaultImage)); why != "" {
+		// Admission refuses such a template where the cluster runs the
+		// operator's policy; this is the rest: before Kubernetes 1.30,
+		// or a PodSet written while the policy was missing. The
+		// namespace's Pod Security admission may not enforce the
+		// profile, but every pod of this operator meets it.
+		return 0, r.templateRefused(ps, fmt.Errorf("the pod template does not meet the Pod Security Standard \"restricted\": %s", why))
+	}
 	var created, uncertain atomic.Int32
 	_, err := podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
 		if err := room.Take(ctx); err != nil {
@@ -231,6 +247,15 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return made, fmt.Errorf("creating pods: %w", err)
 	}
 	return made, nil
+}
+
+// templateRefused reports a pod template the operator makes no pod from,
+// and returns the error that says why. The error is terminal: trying again
+// cannot help until the spec changes, and a change of the spec brings a
+// reconcile of its own, so the PodSet is not queued again.
+func (r *PodSetReconciler) templateRefused(ps *appv1alpha1.PodSet, err error) error {
+	r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", eventNote("Error creating pod: "+err.Error()))
+	return reconcile.TerminalError(fmt.Errorf("creating pods: %w", err))
 }
 
 // deletePods sends the victims' deletes in parallel and returns a function

@@ -58,6 +58,30 @@ type PodSetSpec struct {
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 
+	// template is the pod template of the PodSet's pods, as a ReplicaSet
+	// takes it: any pod spec a Deployment takes, and the pods' own labels
+	// and annotations. The fields image, command, args, env, resources,
+	// podAnnotations and resizePolicy are the short form of a one-container
+	// template; a PodSet sets one form or the other.
+	//
+	// Every pod meets the Pod Security Standard "restricted" (latest
+	// version): where the template leaves them unset, the operator sets
+	// runAsNonRoot, the RuntimeDefault seccomp profile, no privilege
+	// escalation and all capabilities dropped, and nothing else. A template
+	// that cannot meet the profile is refused at admission, naming the
+	// field (on Kubernetes 1.30 and later, by the ValidatingAdmissionPolicy
+	// podsets-template.app.example.com that the operator applies), and the
+	// operator creates no pod from it.
+	//
+	// The labels app.example.com/podset and controller-revision-hash are
+	// the operator's: it sets them on every pod. The template may set
+	// app.kubernetes.io/name, instance and managed-by; the operator sets
+	// them only where it does not.
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.ephemeralContainers)",message="ephemeral containers are added to running pods, not to a pod template",fieldPath=".spec.ephemeralContainers"
+	// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.labels) || !('app.example.com/podset' in self.metadata.labels) && !('controller-revision-hash' in self.metadata.labels)",message="the labels app.example.com/podset and controller-revision-hash are set by the operator",fieldPath=".metadata.labels"
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+
 	// image is the container image every pod runs. When empty, the operator
 	// uses its default operand image (the RELATED_IMAGE_PODSET environment
 	// variable of the manager, or a busybox image), which sleeps and ends on
@@ -512,6 +536,25 @@ func (p *PodSet) DesiredReplicas() int32 {
 		return 1
 	}
 	return *p.Spec.Replicas
+}
+
+// ShortFormFields names the fields of the short form of a pod template that
+// spec sets, in the order of the spec.
+func (s *PodSetSpec) ShortFormFields() []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"image", s.Image != ""}, {"command", len(s.Command) > 0}, {"args", len(s.Args) > 0},
+		{"env", len(s.Env) > 0}, {"resources", s.Resources != nil}, {"podAnnotations", len(s.PodAnnotations) > 0},
+		{"resizePolicy", len(s.ResizePolicy) > 0},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
 }
 
 // PodSetList is a list of PodSets.

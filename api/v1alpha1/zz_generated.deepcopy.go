@@ -165,6 +165,11 @@ func (in *PodSetSpec) DeepCopyInto(out *PodSetSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Template != nil {
+		in, out := &in.Template, &out.Template
+		*out = new(v1.PodTemplateSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Command != nil {
 		in, out := &in.Command, &out.Command
 		*out = make([]string, len(*in))

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -104,8 +106,8 @@ func printHistory(o *options, ps *appv1alpha1.PodSet, revs []*appsv1.ControllerR
 			cause = "<none>"
 		}
 		image := "<default>"
-		if tmpl, err := revision.Decode(cr); err == nil && tmpl.Image != "" {
-			image = tmpl.Image
+		if tmpl, err := revision.Decode(cr); err == nil {
+			image = images(tmpl)
 		}
 		marker := ""
 		if cr.Name == ps.Status.UpdateRevision {
@@ -114,6 +116,24 @@ func printHistory(o *options, ps *appv1alpha1.PodSet, revs []*appsv1.ControllerR
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s%s\n", cr.Revision, cause, image, cr.Name, marker)
 	}
 	return w.Flush()
+}
+
+// images is what the IMAGE column shows for a revision: the short form's
+// image (<default> for the operator's), or every container of a template as
+// name=image, init containers first.
+func images(tmpl revision.Template) string {
+	if tmpl.Template == nil {
+		if tmpl.Image == "" {
+			return "<default>"
+		}
+		return tmpl.Image
+	}
+	var out []string
+	spec := tmpl.Template.Spec
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		out = append(out, c.Name+"="+c.Image)
+	}
+	return strings.Join(out, ",")
 }
 
 func printRevision(o *options, ps *appv1alpha1.PodSet, cr *appsv1.ControllerRevision) error {

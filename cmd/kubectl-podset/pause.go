@@ -61,7 +61,8 @@ func newRestartCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Replace every pod of a PodSet under its update strategy",
-		Long: "Sets the kubectl.kubernetes.io/restartedAt pod annotation (spec.podAnnotations) to now, as " +
+		Long: "Sets the kubectl.kubernetes.io/restartedAt pod annotation (spec.template.metadata.annotations, or " +
+			"spec.podAnnotations in the short form) to now, as " +
 			"`kubectl rollout restart` does for a Deployment: a new pod template, so the pods are rolled.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,7 +77,7 @@ func newRestartCommand(o *options) *cobra.Command {
 			if isPaused(ps) {
 				return fmt.Errorf("can't restart paused podset %q (run `kubectl podset rollout resume %s` first)", ps.Name, ps.Name)
 			}
-			patch := fmt.Appendf(nil, `{"spec":{"podAnnotations":{%q:%q}}}`, annotationRestartedAt, time.Now().UTC().Format(time.RFC3339))
+			patch := restartPatch(ps, time.Now())
 			if err := c.Patch(cmd.Context(), ps, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				return fmt.Errorf("restarting podset %q: %w", ps.Name, err)
 			}
@@ -84,4 +85,14 @@ func newRestartCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// restartPatch is the merge patch that sets the restartedAt annotation of
+// ps's pod template, in the form ps uses.
+func restartPatch(ps *appv1alpha1.PodSet, now time.Time) []byte {
+	at := now.UTC().Format(time.RFC3339)
+	if ps.Spec.Template != nil {
+		return fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, annotationRestartedAt, at)
+	}
+	return fmt.Appendf(nil, `{"spec":{"podAnnotations":{%q:%q}}}`, annotationRestartedAt, at)
 }

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
@@ -44,15 +42,16 @@ func newUndoCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if revision.SameTemplate(tmpl, revision.FromPodSet(ps)) {
+			if revision.SameTemplate(tmpl, operand.TemplateOf(ps)) {
 				fmt.Fprintf(o.Out, "podset.app.example.com/%s skipped rollback (current template already matches revision %d)\n", ps.Name, target.Revision)
 				return nil
 			}
-			patch, err := templatePatch(tmpl)
-			if err != nil {
-				return err
-			}
-			if err := c.Patch(ctx, ps, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			setTemplate(&ps.Spec, tmpl)
+			// An update, not a merge patch: a merge patch of spec.template
+			// would keep the fields the revision's template does not set.
+			// The PodSet's resourceVersion makes it refuse a PodSet
+			// changed since it was read.
+			if err := c.Update(ctx, ps); err != nil {
 				return fmt.Errorf("rolling back podset %q: %w", ps.Name, err)
 			}
 			fmt.Fprintf(o.Out, "podset.app.example.com/%s rolled back to revision %d\n", ps.Name, target.Revision)
@@ -72,7 +71,7 @@ func undoTarget(ps *appv1alpha1.PodSet, revs []*appsv1.ControllerRevision, numbe
 		}
 		return nil, fmt.Errorf("podset %q has no revision %d", ps.Name, number)
 	}
-	current := revision.FromPodSet(ps)
+	current := operand.TemplateOf(ps)
 	for i := len(revs) - 1; i >= 0; i-- {
 		if tmpl, err := revision.Decode(revs[i]); err == nil && !revision.SameTemplate(tmpl, current) {
 			return revs[i], nil
@@ -81,23 +80,21 @@ func undoTarget(ps *appv1alpha1.PodSet, revs []*appsv1.ControllerRevision, numbe
 	return nil, fmt.Errorf("podset %q has no earlier revision to roll back to", ps.Name)
 }
 
-// templatePatch is the merge patch that sets every template field of the
-// spec to tmpl's, clearing the fields tmpl leaves unset.
-func templatePatch(tmpl revision.Template) ([]byte, error) {
-	orNil := func(empty bool, v any) any {
-		if empty {
-			return nil
-		}
-		return v
+// setTemplate sets spec's pod template to tmpl, keeping the form spec
+// uses where tmpl can be written in it: a PodSet with spec.template keeps
+// it when rolled back to a short-form revision that names its image.
+func setTemplate(spec *appv1alpha1.PodSetSpec, tmpl revision.Template) {
+	keepTemplate := spec.Template != nil && tmpl.Template == nil && tmpl.Image != ""
+	spec.Image, spec.Command, spec.Args, spec.Env = "", nil, nil, nil
+	spec.Resources, spec.PodAnnotations, spec.ResizePolicy, spec.Template = nil, nil, nil, nil
+	switch {
+	case keepTemplate:
+		pts := operand.PodTemplate(tmpl, "")
+		spec.Template = &pts
+	case tmpl.Template != nil:
+		spec.Template = tmpl.Template.DeepCopy()
+	default:
+		spec.Image, spec.Command, spec.Args, spec.Env = tmpl.Image, tmpl.Command, tmpl.Args, tmpl.Env
+		spec.Resources, spec.PodAnnotations, spec.ResizePolicy = tmpl.Resources, tmpl.PodAnnotations, tmpl.ResizePolicy
 	}
-	spec := map[string]any{
-		"image":          orNil(tmpl.Image == "", tmpl.Image),
-		"command":        orNil(len(tmpl.Command) == 0, tmpl.Command),
-		"args":           orNil(len(tmpl.Args) == 0, tmpl.Args),
-		"env":            orNil(len(tmpl.Env) == 0, tmpl.Env),
-		"resources":      orNil(tmpl.Resources == nil, tmpl.Resources),
-		"podAnnotations": orNil(len(tmpl.PodAnnotations) == 0, tmpl.PodAnnotations),
-		"resizePolicy":   orNil(len(tmpl.ResizePolicy) == 0, tmpl.ResizePolicy),
-	}
-	return json.Marshal(map[string]any{"spec": spec})
 }

@@ -63,6 +63,9 @@ func (c Change) None() bool { return c == Change{} }
 // takes. defaultImage is the operator's operand image, which pods of a
 // template that names none run.
 func Classify(from, to revision.Template, defaultImage string) Change {
+	if !from.IsShortForm() || !to.IsShortForm() {
+		return classifyTemplates(from, to, defaultImage)
+	}
 	var c Change
 	a, b := operand.Container(from, defaultImage), operand.Container(to, defaultImage)
 	a.Resources, b.Resources = DefaultedResources(a.Resources), DefaultedResources(b.Resources)

@@ -9,6 +9,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/inplace/inplacetest"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 func TestClassify(t *testing.T) {
@@ -47,4 +48,29 @@ func TestQOSClass(t *testing.T) {
 			NewWithT(t).Expect(inplace.QOSClass(r)).To(Equal(tc.want))
 		})
 	}
+}
+
+func TestATemplateChangeNamesTheFirstFieldThatDiffers(t *testing.T) {
+	g := NewWithT(t)
+	pts := func() *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "web", Image: "web:1"},
+			{Name: "metrics", Image: "exporter:1", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}},
+		}}}
+	}
+	from := revision.Template{Template: pts()}
+	g.Expect(inplace.Classify(from, revision.Template{Template: pts()}, "").None()).To(BeTrue())
+
+	to := revision.Template{Template: pts()}
+	to.Template.Spec.Containers[1].Ports[0].ContainerPort = 9101
+	c := inplace.Classify(from, to, "")
+	g.Expect(c.InPlace()).To(BeFalse())
+	g.Expect(c.NotInPlace).To(HavePrefix("spec.template.spec.containers[1].ports[0].containerPort: "))
+
+	to = revision.Template{Template: pts()}
+	to.Template.Annotations = map[string]string{"example.com/team": "web"}
+	g.Expect(inplace.Classify(from, to, "").NotInPlace).To(HavePrefix("spec.template.metadata.annotations: "))
+
+	// From the short form to a template of its own.
+	g.Expect(inplace.Classify(revision.Template{Image: "web:1"}, from, "").NotInPlace).To(HavePrefix("spec.template.spec.automountServiceAccountToken: "))
 }

@@ -6,11 +6,16 @@ package operand
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 )
 
-// Labels are the labels of every pod of ps.
+// Labels are the labels the operator gives every pod of ps. A pod template
+// may set its own app.kubernetes.io/name, instance and managed-by instead
+// (charts label their pods so, and select them in their Services); only
+// app.example.com/podset, which the selector holds, is always the
+// operator's.
 func Labels(ps *appv1alpha1.PodSet) map[string]string {
 	return map[string]string{
 		appv1alpha1.LabelName:      appv1alpha1.NameValue,
@@ -20,13 +25,24 @@ func Labels(ps *appv1alpha1.PodSet) map[string]string {
 	}
 }
 
-// Selector selects the pods of ps.
+// Selector selects the pods of ps: the one label no template may set.
 func Selector(ps *appv1alpha1.PodSet) labels.Selector {
-	return labels.SelectorFromSet(Labels(ps))
+	return labels.SelectorFromSet(labels.Set{appv1alpha1.LabelPodSet: ps.Name})
 }
 
-// ManagedSelector selects every pod this operator may manage; the
-// manager's pod informer is restricted to it.
+// ManagedSelector selects every pod this operator may manage, of any
+// PodSet; the manager's pod informer is restricted to it. Pods of every
+// release carry app.example.com/podset.
 func ManagedSelector() labels.Selector {
+	req, err := labels.NewRequirement(appv1alpha1.LabelPodSet, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid key
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// ManagedRevisionSelector selects the ControllerRevisions the operator
+// made, of any PodSet; the manager's revision informer is restricted to it.
+func ManagedRevisionSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue})
 }

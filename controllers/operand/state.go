@@ -78,7 +78,9 @@ func IsAvailable(pod *slimpod.Pod, minReady time.Duration, now time.Time) bool {
 	return ready && wait == 0
 }
 
-// RestartCount is the sum of the restart counts of the pod's containers.
+// RestartCount is the sum of the restart counts of the pod's containers,
+// init containers and sidecars included (slimpod keeps their statuses
+// together).
 func RestartCount(pod *slimpod.Pod) int32 {
 	var n int32
 	for _, cs := range pod.Status.ContainerStatuses {

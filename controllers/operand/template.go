@@ -57,34 +57,56 @@ var formerDefaultOperandCommand = []string{"sleep", "3600"}
 // its creation, and the operator keeps a pod out of service through it while
 // the kubelet restarts its container with a new image.
 //
-// Nothing in the PodSet's spec reaches the security context: every pod runs
-// under the Pod Security Standard "restricted" profile, so that the operand
-// is admitted in namespaces enforcing it. The update strategy shapes when
-// pods are replaced, never what they look like.
+// Every pod runs under the Pod Security Standard "restricted" profile, so
+// that it is admitted in namespaces enforcing it: the short form's pod sets
+// it whole, and a template gets what the profile needs where it leaves a
+// field unset (Restrict). The update strategy shapes when pods are
+// replaced, never what they look like.
 func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
-	container := Container(tmpl, defaultImage)
-	labels := Labels(ps)
-	labels[appv1alpha1.LabelRevisionHash] = hash
-	var annotations map[string]string
-	if len(tmpl.PodAnnotations) > 0 {
-		annotations = maps.Clone(tmpl.PodAnnotations)
+	pts := PodTemplate(tmpl, defaultImage)
+	labels := pts.Labels
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	var gates []corev1.PodReadinessGate
+	for k, v := range Labels(ps) {
+		if _, set := labels[k]; !set || k == appv1alpha1.LabelPodSet {
+			labels[k] = v
+		}
+	}
+	labels[appv1alpha1.LabelRevisionHash] = hash
+	spec := pts.Spec
+	Restrict(&spec)
 	if InPlaceUpdates(ps) {
-		gates = []corev1.PodReadinessGate{{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}}
+		spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady})
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: ps.Name + "-",
 			Namespace:    ps.Namespace,
 			Labels:       labels,
-			Annotations:  annotations,
+			Annotations:  pts.Annotations,
 		},
+		Spec: spec,
+	}
+}
+
+// PodTemplate is the pod template tmpl stands for, a copy that shares no
+// memory with it: spec.template itself, or the one-container template of
+// the short form.
+func PodTemplate(tmpl revision.Template, defaultImage string) corev1.PodTemplateSpec {
+	if tmpl.Template != nil {
+		return *tmpl.Template.DeepCopy()
+	}
+	var annotations map[string]string
+	if len(tmpl.PodAnnotations) > 0 {
+		annotations = maps.Clone(tmpl.PodAnnotations)
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
 		Spec: corev1.PodSpec{
-			Containers:      []corev1.Container{container},
+			Containers:      []corev1.Container{Container(tmpl, defaultImage)},
 			SecurityContext: restrictedPodSecurityContext(),
 			RestartPolicy:   corev1.RestartPolicyAlways,
-			ReadinessGates:  gates,
 			// The operand does not talk to the API server; do not hand it
 			// a token it could leak.
 			AutomountServiceAccountToken: ptr.To(false),
@@ -143,6 +165,10 @@ func sameCommand(got, want []string) bool {
 // labelled no revision) are recognised as current after an upgrade, instead
 // of being rolled.
 func MatchesTemplate(pod *slimpod.Pod, tmpl revision.Template, defaultImage string) bool {
+	if !tmpl.IsShortForm() {
+		// Pods without a revision label predate spec.template.
+		return false
+	}
 	want := Container(tmpl, defaultImage)
 	var got *corev1.Container
 	for i := range pod.Spec.Containers {

@@ -1,6 +1,7 @@
 package podcache
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,7 +45,7 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
-			&appsv1.ControllerRevision{}: {Label: operand.ManagedSelector()},
+			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector()},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -164,9 +165,11 @@ func slimPodStatus(status *corev1.PodStatus, inPlace bool) slimpod.PodStatus {
 			slim.Conditions = append(slim.Conditions, c)
 		}
 	}
-	if len(status.ContainerStatuses) > 0 {
-		slim.ContainerStatuses = make([]corev1.ContainerStatus, len(status.ContainerStatuses))
-		for i, cs := range status.ContainerStatuses {
+	// Init containers (sidecars among them) first, as slimpod.From
+	// keeps them.
+	if statuses := slices.Concat(status.InitContainerStatuses, status.ContainerStatuses); len(statuses) > 0 {
+		slim.ContainerStatuses = make([]corev1.ContainerStatus, len(statuses))
+		for i, cs := range statuses {
 			slim.ContainerStatuses[i] = corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount, State: waitingReason(cs.State)}
 			if inPlace {
 				slim.ContainerStatuses[i] = corev1.ContainerStatus{

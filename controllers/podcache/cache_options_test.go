@@ -38,9 +38,12 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 		"only this operator's revisions, not every StatefulSet's")
 	g.Expect(podCache).NotTo(BeNil(), "no ByObject entry for pods")
 	g.Expect(podCache.Label).NotTo(BeNil())
-	g.Expect(podCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"))
+	g.Expect(podCache.Label.String()).To(Equal("app.example.com/podset"))
 	g.Expect(podCache.Label.Matches(labels.Set(operand.Labels(unitPodSet(1))))).To(BeTrue())
-	g.Expect(podCache.Label.Matches(labels.Set{appv1alpha1.LabelPodSet: "web", appv1alpha1.LabelName: appv1alpha1.NameValue})).To(BeFalse())
+	g.Expect(podCache.Label.Matches(labels.Set{appv1alpha1.LabelPodSet: "web", appv1alpha1.LabelManagedBy: "Helm"})).To(BeTrue(),
+		"a template may set its own managed-by label")
+	g.Expect(podCache.Label.Matches(labels.Set{appv1alpha1.LabelName: appv1alpha1.NameValue, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue})).To(BeFalse(),
+		"only pods of a PodSet")
 	g.Expect(podCache.Field).To(BeNil())
 }
 
@@ -244,4 +247,23 @@ func TestCachedPodsKeepTheReasonTheirContainersWait(t *testing.T) {
 		{Name: "b", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "Waiting"}}},
 		{Name: "c"},
 	}))
+}
+
+// Init containers and sidecars crash as the others do: their statuses come
+// first, slimmed alike.
+func TestCachedPodsKeepTheirInitContainersStatuses(t *testing.T) {
+	g := NewWithT(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{appv1alpha1.LabelRevisionHash: "abc"}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		{Name: "proxy", RestartCount: 5, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+
+	slim := slimPod(pod)
+
+	g.Expect(slim.Status.ContainerStatuses).To(Equal([]corev1.ContainerStatus{
+		{Name: "proxy", RestartCount: 5, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+		{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
+	}))
+	g.Expect(slimpod.From(pod).Status.ContainerStatuses).To(HaveLen(2), "slimpod.From keeps them alike")
 }

@@ -41,7 +41,16 @@ type Template struct {
 	// ResizePolicy is part of the template because a pod's containers
 	// cannot change theirs: a new one needs new pods.
 	ResizePolicy []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
+	// Template is spec.template, the full pod template. A PodSet sets it
+	// or the short form above, never both. A template that is exactly the
+	// pod template a short form stands for is held as that short form
+	// (operand.Canonical), so that moving a PodSet between the two forms
+	// keeps its revision and its pods.
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
+
+// IsShortForm reports whether t is a short form (no spec.template).
+func (t Template) IsShortForm() bool { return t.Template == nil }
 
 // FromPodSet is the template of ps's spec. The slices and maps are copies.
 func FromPodSet(ps *appv1alpha1.PodSet) Template {
@@ -54,6 +63,7 @@ func FromPodSet(ps *appv1alpha1.PodSet) Template {
 		Resources:      spec.Resources,
 		PodAnnotations: spec.PodAnnotations,
 		ResizePolicy:   spec.ResizePolicy,
+		Template:       spec.Template,
 	}
 }
 
@@ -82,7 +92,26 @@ func normalize(t Template) Template {
 	if t.Resources != nil && len(t.Resources.Requests) == 0 && len(t.Resources.Limits) == 0 {
 		t.Resources = nil
 	}
+	if t.Template != nil {
+		t.Template = NormalizePodTemplate(t.Template)
+	}
 	return t
+}
+
+// NormalizePodTemplate is pts as it reads back from JSON, which is how the
+// API server stores it: empty lists and maps are absent, and quantities are
+// in their canonical form. Two templates that make the same pods then
+// compare equal however they were built.
+func NormalizePodTemplate(pts *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	raw, err := json.Marshal(pts)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a pod template: %v", err))
+	}
+	out := &corev1.PodTemplateSpec{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		panic(fmt.Sprintf("decoding a pod template: %v", err))
+	}
+	return out
 }
 
 // Encode is the template as a ControllerRevision's data.
@@ -115,8 +144,8 @@ func Decode(cr *appsv1.ControllerRevision) (Template, error) {
 func Hash(t Template, collisionCount *int32) string {
 	raw, err := json.Marshal(normalize(t))
 	if err != nil {
-		// A Template holds only strings, maps, slices and quantities: it
-		// always encodes.
+		// A Template holds only strings, numbers, maps, slices and
+		// quantities: it always encodes.
 		panic(fmt.Sprintf("encoding a pod template: %v", err))
 	}
 	h := fnv.New32a()

@@ -39,8 +39,12 @@ type PodSpec struct {
 //
 // +kubebuilder:object:generate=true
 type PodStatus struct {
-	Phase              corev1.PodPhase
-	Conditions         []corev1.PodCondition
+	Phase      corev1.PodPhase
+	Conditions []corev1.PodCondition
+	// ContainerStatuses are those of the init containers (sidecars among
+	// them), then those of the containers: every one of them counts for
+	// restarts and auto-rollback, and a field of its own would take the
+	// Pod out of its 384-byte size class.
 	ContainerStatuses  []corev1.ContainerStatus
 	ObservedGeneration int64
 }
@@ -58,7 +62,7 @@ func From(pod *corev1.Pod) *Pod {
 		Status: PodStatus{
 			Phase:              pod.Status.Phase,
 			Conditions:         pod.Status.Conditions,
-			ContainerStatuses:  pod.Status.ContainerStatuses,
+			ContainerStatuses:  allContainerStatuses(&pod.Status),
 			ObservedGeneration: pod.Status.ObservedGeneration,
 		},
 	}
@@ -96,3 +100,14 @@ func (p *Pod) MetadataOnly() *corev1.Pod {
 // GetObjectKind implements runtime.Object. A Pod carries no type
 // information, as the objects of a typed informer carry none.
 func (p *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// allContainerStatuses is status's init container statuses, then its
+// container statuses: the container statuses themselves when there are no
+// init containers, as for most pods.
+func allContainerStatuses(status *corev1.PodStatus) []corev1.ContainerStatus {
+	if len(status.InitContainerStatuses) == 0 {
+		return status.ContainerStatuses
+	}
+	return append(append(make([]corev1.ContainerStatus, 0, len(status.InitContainerStatuses)+len(status.ContainerStatuses)),
+		status.InitContainerStatuses...), status.ContainerStatuses...)
+}

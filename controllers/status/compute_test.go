@@ -139,8 +139,7 @@ func TestComputeStatusSelectorAndObservedGeneration(t *testing.T) {
 
 	st := Compute(ps, nil, withoutRevisions(ps, nil, operandtest.Now), Outcome{Attempted: true}, operandtest.Now)
 
-	g.Expect(st.Selector).To(Equal("app.example.com/podset=web,app.kubernetes.io/instance=web," +
-		"app.kubernetes.io/managed-by=podset-operator,app.kubernetes.io/name=podset"))
+	g.Expect(st.Selector).To(Equal("app.example.com/podset=web"))
 	g.Expect(st.ObservedGeneration).To(Equal(int64(7)))
 	g.Expect(st.Conditions).To(HaveLen(5))
 	for _, c := range st.Conditions {

@@ -1,6 +1,7 @@
-// Package admission has the manager apply the ValidatingAdmissionPolicy that
-// refuses, at admission, a PodSet update that podUpdatePolicy InPlaceOnly
-// cannot make in place, naming the field (inplaceonly.yaml).
+// Package admission has the manager apply the ValidatingAdmissionPolicies
+// that refuse, at admission and naming the field, a PodSet update that
+// podUpdatePolicy InPlaceOnly cannot make in place (inplaceonly.yaml), and a
+// PodSet that sets spec.template beside its short form (template.yaml).
 //
 // Why a policy the manager applies, and not CEL rules in the CRD or a
 // webhook:
@@ -43,7 +44,7 @@ import (
 // object when it is missing, which the API server authorizes as create with
 // the name, so both verbs can name it.
 //
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create;patch,resourceNames=podsets-in-place-only.app.example.com
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create;patch,resourceNames=podsets-in-place-only.app.example.com;podsets-template.app.example.com
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=podsets.app.example.com
 
 // InPlaceOnlyYAML is the ValidatingAdmissionPolicy and its binding.
@@ -57,10 +58,24 @@ const GroupVersion = "admissionregistration.k8s.io/v1"
 // CRDName is the PodSet CRD, which owns the objects.
 const CRDName = "podsets.app.example.com"
 
-// Objects returns the policy and its binding, owned by owner (nil: no
+// TemplateYAML is the ValidatingAdmissionPolicy of spec.template and its
+// binding.
+//
+//go:embed template.yaml
+var TemplateYAML []byte
+
+// Objects returns the policies and their bindings, owned by owner (nil: no
 // owner).
 func Objects(owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
-	return selfapply.Decode(InPlaceOnlyYAML, GroupVersion, owner)
+	var objs []*unstructured.Unstructured
+	for _, manifest := range [][]byte{InPlaceOnlyYAML, TemplateYAML} {
+		o, err := selfapply.Decode(manifest, GroupVersion, owner)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	return objs, nil
 }
 
 // CRDOwner returns an ownerReference to the PodSet CRD. It is read every
@@ -93,7 +108,7 @@ type Options struct {
 // it adds none.
 func Add(mgr manager.Manager, opts Options) error {
 	if !opts.Enabled {
-		opts.Log.Info("not applying the InPlaceOnly admission policy: --admission-policy=false")
+		opts.Log.Info("not applying the admission policies (InPlaceOnly, spec.template): --admission-policy=false")
 		return nil
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -111,8 +126,8 @@ func NewApplier(c client.Client, r client.Reader, disc discovery.DiscoveryInterf
 		Discovery:    disc,
 		GroupVersion: GroupVersion,
 		Kinds:        []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
-		What:         "the InPlaceOnly admission policy",
-		NotServed: GroupVersion + " is not served (Kubernetes before 1.30); updates that InPlaceOnly cannot make are not refused at admission," +
+		What:         "the admission policies (InPlaceOnly, spec.template)",
+		NotServed: GroupVersion + " is not served (Kubernetes before 1.30); updates that InPlaceOnly cannot make, and a spec.template beside its short form, are not refused at admission," +
 			" and the operator keeps the pods and says so in the Progressing condition",
 		Objects: func(ctx context.Context) ([]*unstructured.Unstructured, error) {
 			owner, err := CRDOwner(ctx, r)

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
@@ -18,15 +19,18 @@ func TestObjects(t *testing.T) {
 	owner := &metav1.OwnerReference{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: CRDName, UID: "crd-uid"}
 	objs, err := Objects(owner)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(objs).To(HaveLen(2))
-	g.Expect(objs[0].GetKind()).To(Equal("ValidatingAdmissionPolicy"))
-	g.Expect(objs[1].GetKind()).To(Equal("ValidatingAdmissionPolicyBinding"))
-	for _, o := range objs {
-		g.Expect(o.GetName()).To(Equal("podsets-in-place-only.app.example.com"), "the name the manager's RBAC allows")
-		g.Expect(o.GetNamespace()).To(BeEmpty())
-		g.Expect(o.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{*owner}))
+	g.Expect(objs).To(HaveLen(4))
+	for i, name := range []string{"podsets-in-place-only.app.example.com", "podsets-template.app.example.com"} {
+		policy, binding := objs[2*i], objs[2*i+1]
+		g.Expect(policy.GetKind()).To(Equal("ValidatingAdmissionPolicy"))
+		g.Expect(binding.GetKind()).To(Equal("ValidatingAdmissionPolicyBinding"))
+		for _, o := range []*unstructured.Unstructured{policy, binding} {
+			g.Expect(o.GetName()).To(Equal(name), "the name the manager's RBAC allows")
+			g.Expect(o.GetNamespace()).To(BeEmpty())
+			g.Expect(o.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{*owner}))
+		}
+		g.Expect(binding.Object["spec"]).To(HaveKeyWithValue("policyName", name))
 	}
-	g.Expect(objs[1].Object["spec"]).To(HaveKeyWithValue("policyName", objs[0].GetName()))
 }
 
 // Kubernetes 1.29 serves admissionregistration.k8s.io/v1 (the webhook

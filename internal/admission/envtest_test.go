@@ -71,7 +71,7 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 	g.Expect(owner.UID).NotTo(BeEmpty())
 	want, err := Objects(owner)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(want).To(HaveLen(2))
+	g.Expect(want).To(HaveLen(4))
 	for _, w := range want {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(w.GroupVersionKind())
@@ -159,6 +159,41 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 		ps.Status.Replicas = 1
 		g.Expect(c.Status().Update(ctx, ps)).To(Succeed())
 		g.Expect(c.SubResource("scale").Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	})
+
+	// spec.template or its short form, never both; the template's labels
+	// leave the operator's own alone (a rule of the CRD).
+	t.Run("spec.template", func(t *testing.T) {
+		g := NewWithT(t)
+		pts := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+		both := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "both", Namespace: ns.Name}}
+		both.Spec.Template, both.Spec.Image, both.Spec.Args = pts.DeepCopy(), "web:1", []string{"-v"}
+		err := c.Create(ctx, both)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("denied request: spec.template: cannot be set beside spec.image, spec.args, its short form"))
+
+		labelled := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns.Name}}
+		labelled.Spec.Template = pts.DeepCopy()
+		labelled.Spec.Template.Labels = map[string]string{appv1alpha1.LabelRevisionHash: "x"}
+		err = c.Create(ctx, labelled)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.template.metadata.labels: Invalid value"))
+
+		ephemeral := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "ephemeral", Namespace: ns.Name}}
+		ephemeral.Spec.Template = pts.DeepCopy()
+		ephemeral.Spec.Template.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		err = c.Create(ctx, ephemeral)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.ephemeralContainers: Invalid value"))
+
+		// Under InPlaceOnly, moving from the short form to the template
+		// it stands for is no change: the operator keeps the pods.
+		short := revision.Template{Image: "web:1", Args: []string{"-v"}}
+		moved := createPodSet(g, c, ns.Name, "moved", appv1alpha1.InPlaceOnlyPodUpdatePolicy, short)
+		err = c.Patch(ctx, moved, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"image":null,"args":null,"template":{"spec":{"containers":[{"name":"podset","image":"web:1","args":["-v"]}]}}}}`)))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(moved.Spec.Template).NotTo(BeNil())
+		g.Expect(moved.Spec.ShortFormFields()).To(BeEmpty())
 	})
 
 	// A policy deleted by hand comes back at the next round.

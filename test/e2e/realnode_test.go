@@ -88,6 +88,7 @@ func TestRealNode(t *testing.T) {
 		{"ManagerRunsAsAPod", testRealManagerPod},
 		{"DefaultOperandRunsRestricted", testRealDefaultOperand},
 		{"CustomImageRunsRestricted", testRealCustomImage},
+		{"TemplateServesAConfigMapOnceReady", testRealTemplateServesAConfigMap},
 		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
 		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
 		{"NothingLeavesTheMachine", testRealNodeGuard},

@@ -1,0 +1,174 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// chartTemplate is a pod template of the kind popular charts ship: an init
+// container and a sidecar, probes on a named port, envFrom, a projected
+// volume, spread constraints and tolerations, a preStop hook, and the
+// chart's own labels, with no security context.
+func chartTemplate() *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{
+				appv1alpha1.LabelName:      "shop",
+				appv1alpha1.LabelInstance:  "shop-prod",
+				appv1alpha1.LabelManagedBy: "Helm",
+			},
+			Annotations: map[string]string{"checksum/config": "abc"},
+		},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            "default",
+			TerminationGracePeriodSeconds: ptr.To[int64](20),
+			InitContainers: []corev1.Container{
+				{Name: "migrate", Image: "registry.example.com/shop:1.4", Command: []string{"/migrate"}},
+				{Name: "proxy", Image: "registry.example.com/proxy:2", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
+			},
+			Containers: []corev1.Container{{
+				Name:  "shop",
+				Image: "registry.example.com/shop:1.4",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "shop-config"}, Optional: ptr.To(true),
+				}}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}},
+				LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}},
+				Lifecycle:      &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "info", MountPath: "/etc/info"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				}}}},
+			}}}},
+			Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "shop", Effect: corev1.TaintEffectNoSchedule}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{appv1alpha1.LabelInstance: "shop-prod"}},
+			}},
+		},
+	}
+}
+
+// A PodSet's pods are its template's, as the API server stores the template,
+// plus only the operator's labels and what the restricted profile needs.
+func TestIntegrationPodsOfATemplate(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	ps := createPodSet(t, ns, "shop", 2, func(ps *appv1alpha1.PodSet) { ps.Spec.Template = chartTemplate() })
+	pods := waitForLivePods(g, ps, 2)
+	stored := getPodSet(g, ps)
+
+	for _, pod := range pods {
+		want := stored.Spec.Template.DeepCopy()
+		operand.Restrict(&want.Spec)
+		got := pod.DeepCopy()
+		// What the API server adds to every pod it admits (defaults,
+		// the service account's token volume) is no part of the
+		// comparison: the template as stored is.
+		g.Expect(got.Labels).To(HaveKeyWithValue(appv1alpha1.LabelName, "shop"), "the template's own labels win")
+		g.Expect(got.Labels).To(HaveKeyWithValue(appv1alpha1.LabelManagedBy, "Helm"))
+		g.Expect(got.Labels).To(HaveKeyWithValue(appv1alpha1.LabelPodSet, "shop"))
+		g.Expect(got.Labels).To(HaveKey(appv1alpha1.LabelRevisionHash))
+		g.Expect(got.Annotations).To(Equal(want.Annotations))
+		g.Expect(got.Spec.InitContainers).To(HaveLen(2))
+		g.Expect(got.Spec.InitContainers[1].RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
+		g.Expect(got.Spec.Containers[0].ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("http")))
+		g.Expect(got.Spec.Containers[0].Lifecycle).To(Equal(want.Spec.Containers[0].Lifecycle))
+		g.Expect(got.Spec.Containers[0].EnvFrom).To(Equal(want.Spec.Containers[0].EnvFrom))
+		g.Expect(got.Spec.Containers[0].SecurityContext).To(Equal(want.Spec.Containers[0].SecurityContext))
+		g.Expect(got.Spec.InitContainers[0].SecurityContext).To(Equal(want.Spec.InitContainers[0].SecurityContext))
+		g.Expect(got.Spec.SecurityContext).To(Equal(want.Spec.SecurityContext))
+		g.Expect(got.Spec.Tolerations).To(ContainElements(want.Spec.Tolerations))
+		g.Expect(got.Spec.TopologySpreadConstraints).To(Equal(want.Spec.TopologySpreadConstraints))
+		g.Expect(got.Spec.TerminationGracePeriodSeconds).To(Equal(want.Spec.TerminationGracePeriodSeconds))
+		// The API server defaults the pod's volume (defaultMode), as it
+		// defaults a Deployment's template and pods.
+		g.Expect(got.Spec.Volumes).To(ContainElement(And(
+			HaveField("Name", "info"),
+			HaveField("Projected.Sources", ConsistOf(HaveField("DownwardAPI.Items", ConsistOf(HaveField("Path", "labels"))))))))
+	}
+}
+
+// Moving a PodSet from the short form to the template it stands for is no
+// change: the same revision, the same pods.
+func TestIntegrationShortFormToItsTemplateKeepsThePods(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	short := revision.Template{Image: "registry.example.com/app:1", Args: []string{"serve"},
+		Env: []appv1alpha1.EnvVar{{Name: "MODE", Value: "prod"}}, PodAnnotations: map[string]string{"team": "web"}}
+	ps := createPodSet(t, ns, "moving", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image, ps.Spec.Args, ps.Spec.Env, ps.Spec.PodAnnotations = short.Image, short.Args, short.Env, short.PodAnnotations
+	})
+	before := waitForLivePods(g, ps, 2)
+	var revisionBefore string
+	g.Eventually(func(g Gomega) {
+		revisionBefore = getPodSet(g, ps).Status.UpdateRevision
+		g.Expect(revisionBefore).NotTo(BeEmpty())
+	}, eventually, poll).Should(Succeed())
+
+	moved := getPodSet(g, ps)
+	pts := operand.PodTemplate(short, "")
+	moved.Spec.Image, moved.Spec.Args, moved.Spec.Env, moved.Spec.PodAnnotations = "", nil, nil, nil
+	moved.Spec.Template = &pts
+	g.Expect(k8sClient.Update(ctx, moved)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.ObservedGeneration).To(Equal(moved.Generation))
+		g.Expect(st.UpdateRevision).To(Equal(revisionBefore))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(podNames(listLivePods(g, ps))).To(ConsistOf(podNames(before)))
+	}, 2*time.Second, poll).Should(Succeed())
+}
+
+// A template that breaks the restricted profile (written where no
+// admission policy refused it) makes no pod: ReplicaFailure carries the
+// Pod Security admission's own words, and the operator does not loop.
+func TestIntegrationATemplateThatBreaksRestrictedMakesNoPod(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "privileged", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Template = chartTemplate()
+		ps.Spec.Template.Spec.InitContainers[1].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	})
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedCreate))
+		g.Expect(c.Message).To(ContainSubstring(`Pod Security Standard "restricted"`))
+		g.Expect(c.Message).To(ContainSubstring(`container "proxy" must not set securityContext.privileged=true`))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		var list corev1.PodList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}, time.Second, poll).Should(Succeed())
+
+	// Fixed, it runs.
+	fixed := getPodSet(g, ps)
+	fixed.Spec.Template.Spec.InitContainers[1].SecurityContext = nil
+	g.Expect(k8sClient.Update(context.Background(), fixed)).To(Succeed())
+	waitForLivePods(g, ps, 2)
+}
