@@ -1,7 +1,7 @@
 # podset-operator Makefile. `make help` lists the targets.
 
 # The operator image, and the bundle/catalog images OLM installs from.
-VERSION ?= 0.4.0
+VERSION ?= 0.5.0
 IMAGE_TAG_BASE ?= quay.io/example/podset-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
@@ -104,10 +104,10 @@ SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(GRPC_HEALTH_PROBE_VERSION)
 CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
-# The commit of the previous release, v0.3.0: make catalog takes its catalog
+# The commit of the previous release, v0.4.0: make catalog takes its catalog
 # (for the upgrade edge), and test-olm-real and test-olmv1 build its images
 # and upgrade from it.
-UPGRADE_FROM_REV ?= e087d9aae4ca19ee3a785153b4afadc7c1d8ca90
+UPGRADE_FROM_REV ?= 89abf3db5f6a688ddaabadd8c054aaf664204119
 # The commit of release v0.1.0 (before pod template updates, so its pods
 # carry no revision label): the e2e suite builds its manager from git
 # history and upgrades from it.
