@@ -19,6 +19,7 @@ func TestOperator(t *testing.T) {
 		{"TutorialFlow", testTutorialFlow},
 		{"ScaleSubresourceAndPrinterColumns", testScaleSubresource},
 		{"PodSecurityRestricted", testPodSecurityRestricted},
+		{"TemplatePodsEqualADeployments", testTemplatePodsEqualADeployments},
 		{"ManagerDeploymentAdmittedUnderRestricted", testManagerDeploymentAdmitted},
 		{"HandDeletedPodsAreReplacedExactly", testHandDeletedPods},
 		{"OperatorKilledMidScale", testOperatorKilledMidScale},
