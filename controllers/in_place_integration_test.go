@@ -215,30 +215,16 @@ func startInPlaceKubelet(ctx context.Context, t *testing.T, ns string) {
 
 func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
 	st := *pod.Status.DeepCopy()
-	spec := pod.Spec.Containers[0]
 	st.Phase = corev1.PodRunning
 	st.ObservedGeneration = pod.Generation
-	var cs corev1.ContainerStatus
-	if len(st.ContainerStatuses) > 0 {
-		cs = st.ContainerStatuses[0]
+	ready := true
+	var statuses []corev1.ContainerStatus
+	for _, spec := range pod.Spec.Containers {
+		cs := containerStatusStandIn(pod, spec)
+		ready = ready && cs.Ready
+		statuses = append(statuses, cs)
 	}
-	if cs.Image != spec.Image {
-		if cs.Image != "" {
-			cs.RestartCount++
-		}
-		cs = corev1.ContainerStatus{
-			Name: spec.Name, Image: spec.Image, RestartCount: cs.RestartCount,
-			ContainerID: fmt.Sprintf("fake://%s-%d", pod.UID, cs.RestartCount),
-		}
-		if strings.Contains(spec.Image, "missing") {
-			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image " + spec.Image}
-		} else {
-			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
-			cs.Ready, cs.Started = true, ptr.To(true)
-		}
-	}
-	cs.Resources = spec.Resources.DeepCopy()
-	ready := cs.Ready
+	st.ContainerStatuses = statuses
 	for _, gate := range pod.Spec.ReadinessGates {
 		found := false
 		for _, c := range st.Conditions {
@@ -262,10 +248,38 @@ func kubeletStatus(pod *corev1.Pod) (corev1.PodStatus, bool) {
 		readyCond.LastTransitionTime = prev.LastTransitionTime
 	}
 	st.Conditions = append(conditions, readyCond)
-	st.ContainerStatuses = []corev1.ContainerStatus{cs}
 	was, _ := json.Marshal(pod.Status)
 	is, _ := json.Marshal(st)
 	return st, string(was) != string(is)
+}
+
+// containerStatusStandIn is the status the stand-in kubelet reports for one
+// container of pod: a new container, one more restart, when its image
+// changed.
+func containerStatusStandIn(pod *corev1.Pod, spec corev1.Container) corev1.ContainerStatus {
+	var cs corev1.ContainerStatus
+	for _, prev := range pod.Status.ContainerStatuses {
+		if prev.Name == spec.Name {
+			cs = prev
+		}
+	}
+	if cs.Image != spec.Image {
+		if cs.Image != "" {
+			cs.RestartCount++
+		}
+		cs = corev1.ContainerStatus{
+			Name: spec.Name, Image: spec.Image, RestartCount: cs.RestartCount,
+			ContainerID: fmt.Sprintf("fake://%s-%s-%d", pod.UID, spec.Name, cs.RestartCount),
+		}
+		if strings.Contains(spec.Image, "missing") {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image " + spec.Image}
+		} else {
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+			cs.Ready, cs.Started = true, ptr.To(true)
+		}
+	}
+	cs.Resources = spec.Resources.DeepCopy()
+	return cs
 }
 
 // With inPlace.gracePeriodSeconds, a pod is out of service (its gate's

@@ -130,14 +130,17 @@ func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope
 //     waited for forever.
 func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv inPlaceMove) (time.Duration, error) {
 	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
+	template := !mv.from.IsShortForm() || !rs.updateTemplate.IsShortForm()
 	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
-	if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+	if template {
+		// The containers the kubelet runs now, before any write of this
+		// update can restart them.
+		st.Template, st.Containers = true, inplace.NewContainerUpdates(mv.pod, mv.change.Containers)
+	} else if cs := inplace.ContainerStatus(mv.pod); cs != nil {
 		st.Restarts = ptr.To(cs.RestartCount)
 	}
 	if st.Restart {
-		// The container the kubelet runs now, before any write of this
-		// update can restart it.
-		if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+		if cs := inplace.ContainerStatus(mv.pod); cs != nil && !template {
 			st.ContainerID = cs.ContainerID
 		}
 		gate := operand.InPlaceGateCondition(pod)
@@ -152,23 +155,30 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 			return left, nil
 		}
 	}
-	if st.Resize {
-		want := inplace.WantedResources(rs.updateTemplate, rs.defaultImage)
-		st.Resources = &want
+	var update []byte
+	if template {
+		update = inplace.TemplateUpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, mv.change, rs.defaultImage)
+	} else {
+		if st.Resize {
+			want := inplace.WantedResources(rs.updateTemplate, rs.defaultImage)
+			st.Resources = &want
+		}
+		update = inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage)
 	}
-	if err := r.patchPod(ctx, s, pod, "", inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage)); err != nil {
+	if err := r.patchPod(ctx, s, pod, "", update); err != nil {
 		return 0, err
 	}
 	if st.Resize {
-		return 0, r.resize(ctx, s, pod, *st.Resources)
+		return 0, r.resize(ctx, s, pod, st)
 	}
 	return 0, nil
 }
 
-// resize sends a pod's resize. A cluster that does not serve pods/resize
-// (before Kubernetes 1.33) answers NotFound without naming the pod.
-func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *slimpod.Pod, want corev1.ResourceRequirements) error {
-	err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatch(want))
+// resize sends the resize st awaits. A cluster that does not serve
+// pods/resize (before Kubernetes 1.33) answers NotFound without naming the
+// pod.
+func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *slimpod.Pod, st inplace.State) error {
+	err := r.patchPod(ctx, s, pod, "resize", inplace.ResizePatchOf(st))
 	var status apierrors.APIStatus
 	if apierrors.IsNotFound(err) && errors.As(err, &status) && (status.Status().Details == nil || status.Status().Details.Name == "") {
 		return fmt.Errorf("resizing pod %s: the API server does not serve pods/resize (Kubernetes 1.33 or later does): %w", pod.Name, err)
@@ -216,7 +226,7 @@ func (r *PodSetReconciler) finishInPlaceUpdates(ctx context.Context, s *podSetSc
 		}
 		if inplace.Pending(pod) {
 			if st, _ := inplace.StateOf(pod); inplace.ResizeLost(pod, st) {
-				if err := r.resize(ctx, s, pod.DeepCopy(), *st.Resources); err != nil && !apierrors.IsConflict(err) {
+				if err := r.resize(ctx, s, pod.DeepCopy(), st); err != nil && !apierrors.IsConflict(err) {
 					errs = append(errs, err)
 				}
 			}

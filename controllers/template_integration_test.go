@@ -8,14 +8,17 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // chartTemplate is a pod template of the kind popular charts ship: an init
@@ -171,4 +174,73 @@ func TestIntegrationATemplateThatBreaksRestrictedMakesNoPod(t *testing.T) {
 	fixed.Spec.Template.Spec.InitContainers[1].SecurityContext = nil
 	g.Expect(k8sClient.Update(context.Background(), fixed)).To(Succeed())
 	waitForLivePods(g, ps, 2)
+}
+
+// Under InPlaceIfPossible a template's pods take, in place, a new image of
+// any container, new cpu of any container and new labels; they keep their
+// UIDs, and each awaited container is judged on its own.
+func TestIntegrationInPlaceUpdateOfATemplate(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps := createPodSet(t, ns, "inplace-template", replicas, func(ps *appv1alpha1.PodSet) {
+		inPlace(appv1alpha1.InPlaceIfPossiblePodUpdatePolicy)(ps)
+		ps.Spec.Image = ""
+		ps.Spec.Template = &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "front"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "web", Image: "registry.example.com/web:1", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
+				{Name: "metrics", Image: "registry.example.com/exporter:1"},
+			}},
+		}
+	})
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, replicas)
+	before := podUIDs(listLivePods(g, ps))
+
+	patchSpec(g, ps, `{"spec":{"template":{"metadata":{"labels":{"tier":"back"}},"spec":{"containers":[`+
+		`{"name":"web","image":"registry.example.com/web:1","resources":{"requests":{"cpu":"200m"}}},`+
+		`{"name":"metrics","image":"registry.example.com/exporter:2"}]}}}}`)
+	generation := getPodSet(g, ps).Generation
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.ObservedGeneration).To(Equal(generation))
+		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(replicas))
+		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(replicas))
+		g.Expect(st.CurrentRevision).To(Equal(st.UpdateRevision))
+	}, eventually, poll).Should(Succeed())
+
+	pods := listLivePods(g, ps)
+	g.Expect(podUIDs(pods)).To(ConsistOf(before), "pods were replaced")
+	for _, pod := range pods {
+		g.Expect(pod.Labels).To(HaveKeyWithValue("tier", "back"))
+		g.Expect(pod.Spec.Containers[1].Image).To(Equal("registry.example.com/exporter:2"))
+		g.Expect(pod.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("200m"))
+		st, ok := inplace.StateOf(slimpod.From(&pod))
+		g.Expect(ok).To(BeTrue())
+		g.Expect(st.Template).To(BeTrue())
+		for _, cs := range pod.Status.ContainerStatuses {
+			want := int32(0)
+			if cs.Name == "metrics" {
+				want = 1
+			}
+			g.Expect(cs.RestartCount).To(Equal(want), "container %s of %s", cs.Name, pod.Name)
+		}
+	}
+
+	// A change that cannot be made in place replaces the pods.
+	patchSpec(g, ps, `{"spec":{"template":{"spec":{"containers":[`+
+		`{"name":"web","image":"registry.example.com/web:1","resources":{"requests":{"cpu":"200m"}},"ports":[{"containerPort":8080}]},`+
+		`{"name":"metrics","image":"registry.example.com/exporter:2"}]}}}}`)
+	g.Eventually(func(g Gomega) {
+		pods := listLivePods(g, ps)
+		g.Expect(pods).To(HaveLen(replicas))
+		for _, uid := range podUIDs(pods) {
+			g.Expect(before).NotTo(ContainElement(uid))
+		}
+	}, eventually, poll).Should(Succeed())
 }

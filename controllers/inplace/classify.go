@@ -17,7 +17,9 @@
 //   - the pod's annotations: a pod patch, nothing restarts.
 //
 // Anything else (command, args, env, resizePolicy, ephemeral-storage) needs
-// a new pod.
+// a new pod. A spec.template's pods take the same changes of each of their
+// containers, and of their labels too (template_diff.go); the rest of a
+// template needs new pods.
 package inplace
 
 import (
@@ -47,6 +49,26 @@ type Change struct {
 	ResizeRestarts bool
 	// Annotations: the pod annotations of the template change.
 	Annotations bool
+	// Labels: the pod labels of a spec.template change.
+	Labels bool
+	// Containers are, for a change that involves a spec.template, the
+	// containers it reaches: a new image, or new cpu and memory. The short
+	// form's one container is told by the fields above alone.
+	Containers []ContainerChange
+}
+
+// ContainerChange is what an in-place update of a template's pod does to
+// one of its containers.
+type ContainerChange struct {
+	Name string
+	// Image is the container's new image, "" when it keeps its own.
+	Image string
+	// Resources are the container's new cpu and memory requests and
+	// limits, as a resize sends them; nil when they stay.
+	Resources *corev1.ResourceRequirements
+	// Restarts: the kubelet restarts the container (a new image, or a
+	// resize its resizePolicy restarts for).
+	Restarts bool
 }
 
 // InPlace reports whether the whole change can be made to a running pod.
@@ -57,7 +79,9 @@ func (c Change) InPlace() bool { return c.NotInPlace == "" }
 func (c Change) Restarts() bool { return c.Image || c.ResizeRestarts }
 
 // None reports whether the templates make the same pods.
-func (c Change) None() bool { return c == Change{} }
+func (c Change) None() bool {
+	return c.NotInPlace == "" && !c.Image && !c.Resources && !c.ResizeRestarts && !c.Annotations && !c.Labels && len(c.Containers) == 0
+}
 
 // Classify says what moving a pod made from template from to template to
 // takes. defaultImage is the operator's operand image, which pods of a
@@ -93,7 +117,11 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 	c.Image = a.Image != b.Image
 	c.Annotations = !maps.Equal(from.PodAnnotations, to.PodAnnotations)
 	if !equality.Semantic.DeepEqual(a.Resources, b.Resources) {
-		if why := resizeRefusal(a.Resources, b.Resources); why != "" {
+		why := resourcesRefusal(a.Resources, b.Resources)
+		if qa, qb := QOSClass(a.Resources), QOSClass(b.Resources); why == "" && qa != qb {
+			why = "the QoS class would change from " + string(qa) + " to " + string(qb)
+		}
+		if why != "" {
 			c.NotInPlace = "spec.resources: " + why
 			return c
 		}
@@ -142,10 +170,10 @@ func DefaultedResources(r corev1.ResourceRequirements) corev1.ResourceRequiremen
 	return out
 }
 
-// resizeRefusal says why the API server would refuse to resize a container
-// from a to b, or "" if it would not: only cpu and memory may change, none
-// may be removed, and the QoS class must stay.
-func resizeRefusal(a, b corev1.ResourceRequirements) string {
+// resourcesRefusal says why the API server would refuse to resize a
+// container from a to b, or "" if it would not, the pod's QoS class aside:
+// only cpu and memory may change, and none may be removed.
+func resourcesRefusal(a, b corev1.ResourceRequirements) string {
 	for _, pair := range [][2]corev1.ResourceList{{a.Requests, b.Requests}, {a.Limits, b.Limits}} {
 		for name, q := range pair[0] {
 			have, ok := pair[1][name]
@@ -161,9 +189,6 @@ func resizeRefusal(a, b corev1.ResourceRequirements) string {
 				return string(name) + " cannot be added in place"
 			}
 		}
-	}
-	if qa, qb := QOSClass(a), QOSClass(b); qa != qb {
-		return "the QoS class would change from " + string(qa) + " to " + string(qb)
 	}
 	return ""
 }

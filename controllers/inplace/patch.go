@@ -52,6 +52,54 @@ func UpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st
 	return mustJSON(patch)
 }
 
+// TemplateUpdatePatch is UpdatePatch for a change c that involves a
+// spec.template: each changed container's image, the template's labels
+// (those it dropped are removed, or set back to the operator's value of
+// that key) and annotations, the revision label and the update's state.
+func TemplateUpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st State, c Change, defaultImage string) []byte {
+	a, b := operand.PodTemplate(from, defaultImage), operand.PodTemplate(to, defaultImage)
+	annotations := map[string]any{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
+	for k := range a.Annotations {
+		if _, kept := b.Annotations[k]; !kept {
+			annotations[k] = nil
+		}
+	}
+	for k, v := range b.Annotations {
+		annotations[k] = v
+	}
+	labels := map[string]any{}
+	defaults := operand.Labels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: pod.Labels[appv1alpha1.LabelPodSet]}})
+	for k := range a.Labels {
+		if _, kept := b.Labels[k]; !kept {
+			labels[k] = nil
+			if v, ok := defaults[k]; ok {
+				labels[k] = v
+			}
+		}
+	}
+	for k, v := range b.Labels {
+		labels[k] = v
+	}
+	labels[appv1alpha1.LabelRevisionHash] = toHash
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": pod.ResourceVersion,
+			"labels":          labels,
+			"annotations":     annotations,
+		},
+	}
+	var containers []map[string]any
+	for _, cc := range c.Containers {
+		if cc.Image != "" {
+			containers = append(containers, map[string]any{"name": cc.Name, "image": cc.Image})
+		}
+	}
+	if len(containers) > 0 {
+		patch["spec"] = map[string]any{"containers": containers}
+	}
+	return mustJSON(patch)
+}
+
 // ResizePatch is the pods/resize patch that gives the container the cpu and
 // memory r (WantedResources). Requests and limits it does not name stay as
 // they are.
@@ -60,6 +108,22 @@ func ResizePatch(r corev1.ResourceRequirements) []byte {
 		"name":      operand.ContainerName,
 		"resources": r,
 	}}}})
+}
+
+// ResizePatchOf is the pods/resize patch of the resize st awaits: of the
+// short form's container, or of each container of a template's pod that
+// awaits one.
+func ResizePatchOf(st State) []byte {
+	if !st.Template {
+		return ResizePatch(*st.Resources)
+	}
+	var containers []map[string]any
+	for _, cu := range st.Containers {
+		if cu.Resources != nil {
+			containers = append(containers, map[string]any{"name": cu.Name, "resources": cu.Resources})
+		}
+	}
+	return mustJSON(map[string]any{"spec": map[string]any{"containers": containers}})
 }
 
 // WantedResources are the cpu and memory requests and limits the container

@@ -32,6 +32,57 @@ type State struct {
 	// from it (plus the update's own restart, with Restart). Absent in
 	// the states that earlier releases wrote.
 	Restarts *int32 `json:"restarts,omitempty"`
+	// Containers are, for a pod of a spec.template, what the update awaits
+	// of each of its containers, by name (Restart and Resize above then say
+	// whether any of them awaits one). The fields above are the short
+	// form's, whose pods have one container, as earlier releases wrote them.
+	Containers []ContainerUpdate `json:"containers,omitempty"`
+	// Template: the pod is a spec.template's, and Containers say what the
+	// update awaits (none, for a change of labels or annotations only).
+	Template bool `json:"template,omitempty"`
+}
+
+// ContainerUpdate is what an in-place update awaits of one container of a
+// template's pod.
+type ContainerUpdate struct {
+	Name string `json:"name"`
+	// Restart: a container other than ContainerID is awaited.
+	Restart     bool   `json:"restart,omitempty"`
+	ContainerID string `json:"containerID,omitempty"`
+	// Resources: the container's cpu and memory are awaited at these.
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Restarts is the container's restart count when the update was made.
+	Restarts int32 `json:"restarts"`
+}
+
+// NewContainerUpdates are the states of every container of pod (init
+// containers included, whose restarts count too) for an update that makes
+// the given changes: the restart count of each, and what the changed ones
+// await.
+func NewContainerUpdates(pod *slimpod.Pod, changes []ContainerChange) []ContainerUpdate {
+	byName := map[string]ContainerChange{}
+	for _, c := range changes {
+		byName[c.Name] = c
+	}
+	var out []ContainerUpdate
+	for _, cs := range pod.Status.ContainerStatuses {
+		cu := ContainerUpdate{Name: cs.Name, Restarts: cs.RestartCount}
+		if c, ok := byName[cs.Name]; ok {
+			delete(byName, cs.Name)
+			cu.Restart, cu.Resources = c.Restarts, c.Resources
+			if c.Restarts {
+				cu.ContainerID = cs.ContainerID
+			}
+		}
+		out = append(out, cu)
+	}
+	// A container the kubelet has not reported yet.
+	for _, c := range changes {
+		if _, left := byName[c.Name]; left {
+			out = append(out, ContainerUpdate{Name: c.Name, Restart: c.Restarts, Resources: c.Resources})
+		}
+	}
+	return out
 }
 
 // RestartsBefore is how many of the container's restarts (status cs) are
@@ -39,6 +90,20 @@ type State struct {
 // a state without Restarts, the count is taken from cs: the update's own
 // restart is still to come while cs shows the container from before it.
 func (st State) RestartsBefore(cs *corev1.ContainerStatus) int32 {
+	if st.Template {
+		for _, cu := range st.Containers {
+			if cs != nil && cu.Name == cs.Name {
+				if cu.Restart {
+					return cu.Restarts + 1
+				}
+				return cu.Restarts
+			}
+		}
+		if cs == nil {
+			return 0
+		}
+		return cs.RestartCount
+	}
 	own := int32(0)
 	if st.Restart {
 		own = 1
@@ -105,18 +170,23 @@ func Done(pod *slimpod.Pod, st State) bool {
 	if pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
 		return false
 	}
-	cs := ContainerStatus(pod)
-	if cs == nil {
+	if st.Resize && !st.Template && st.Resources == nil {
+		// A resize awaited at nothing known: never done.
 		return false
 	}
-	if st.Restart && (cs.ContainerID == "" || cs.ContainerID == st.ContainerID || cs.State.Running == nil || !cs.Ready) {
-		return false
-	}
-	if st.Resize {
-		if cs.Resources == nil || st.Resources == nil ||
-			!covers(cs.Resources.Requests, st.Resources.Requests) || !covers(cs.Resources.Limits, st.Resources.Limits) {
+	for _, cu := range st.awaited() {
+		cs := containerStatusNamed(pod, cu.Name)
+		if cs == nil {
 			return false
 		}
+		if cu.Restart && (cs.ContainerID == "" || cs.ContainerID == cu.ContainerID || cs.State.Running == nil || !cs.Ready) {
+			return false
+		}
+		if cu.Resources != nil && !resourcesReported(cs, cu.Resources) {
+			return false
+		}
+	}
+	if st.Resize {
 		for _, c := range pod.Status.Conditions {
 			if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
 				return false
@@ -131,7 +201,7 @@ func Done(pod *slimpod.Pod, st State) bool {
 // and no resize is pending or under way. Either the resize was never sent,
 // or the kubelet has not seen it yet; sending it again is harmless.
 func ResizeLost(pod *slimpod.Pod, st State) bool {
-	if !st.Resize || st.Resources == nil {
+	if !st.Resize || !st.Template && st.Resources == nil {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
@@ -139,8 +209,31 @@ func ResizeLost(pod *slimpod.Pod, st State) bool {
 			return false
 		}
 	}
-	cs := ContainerStatus(pod)
-	return cs == nil || cs.Resources == nil || !covers(cs.Resources.Requests, st.Resources.Requests) || !covers(cs.Resources.Limits, st.Resources.Limits)
+	for _, cu := range st.awaited() {
+		if cu.Resources != nil && !resourcesReported(containerStatusNamed(pod, cu.Name), cu.Resources) {
+			return true
+		}
+	}
+	return false
+}
+
+// awaited is what the update awaits of each container: the template's
+// containers, or the short form's one container.
+func (st State) awaited() []ContainerUpdate {
+	if st.Template {
+		return st.Containers
+	}
+	cu := ContainerUpdate{Name: operand.ContainerName, Restart: st.Restart, ContainerID: st.ContainerID}
+	if st.Resize {
+		cu.Resources = st.Resources
+	}
+	return []ContainerUpdate{cu}
+}
+
+// resourcesReported reports whether the kubelet reports the container's
+// resources at want.
+func resourcesReported(cs *corev1.ContainerStatus, want *corev1.ResourceRequirements) bool {
+	return cs != nil && cs.Resources != nil && covers(cs.Resources.Requests, want.Requests) && covers(cs.Resources.Limits, want.Limits)
 }
 
 // covers reports whether have holds every quantity of want.
@@ -153,10 +246,14 @@ func covers(have, want corev1.ResourceList) bool {
 	return true
 }
 
-// ContainerStatus is the status of the operand container, or nil.
+// ContainerStatus is the status of the short form's container, or nil.
 func ContainerStatus(pod *slimpod.Pod) *corev1.ContainerStatus {
+	return containerStatusNamed(pod, operand.ContainerName)
+}
+
+func containerStatusNamed(pod *slimpod.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == operand.ContainerName {
+		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]
 		}
 	}

@@ -169,3 +169,89 @@ func TestResizeLost(t *testing.T) {
 	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: want}, 2), st)).To(BeFalse(), "done")
 	g.Expect(inplace.ResizeLost(updatedPod(st, corev1.ContainerStatus{Resources: old}, 2), inplace.State{Revision: "new"})).To(BeFalse(), "no resize awaited")
 }
+
+// A template's pod awaits each changed container on its own: the restarted
+// one anew, the resized one at its new resources; the others only report.
+func TestDoneForATemplatesContainers(t *testing.T) {
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	want := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}
+	pod := func(webID string, metricsCPU string) *slimpod.Pod {
+		return &slimpod.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2},
+			Status: slimpod.PodStatus{ObservedGeneration: 2, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "proxy", ContainerID: "containerd://proxy", State: running, Ready: true, RestartCount: 4},
+				{Name: "web", ContainerID: webID, State: running, Ready: true, RestartCount: 1},
+				{Name: "metrics", ContainerID: "containerd://m", State: running, Ready: true,
+					Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(metricsCPU)}}},
+			}},
+		}
+	}
+	before := pod("containerd://web-old", "100m")
+	changes := []inplace.ContainerChange{{Name: "web", Image: "web:2", Restarts: true}, {Name: "metrics", Resources: want}}
+	st := inplace.State{Revision: "new", Template: true, Restart: true, Resize: true, Containers: inplace.NewContainerUpdates(before, changes)}
+
+	g := NewWithT(t)
+	g.Expect(st.Containers).To(ConsistOf(
+		inplace.ContainerUpdate{Name: "proxy", Restarts: 4},
+		inplace.ContainerUpdate{Name: "web", Restart: true, ContainerID: "containerd://web-old", Restarts: 1},
+		inplace.ContainerUpdate{Name: "metrics", Resources: want}))
+	g.Expect(inplace.Done(before, st)).To(BeFalse())
+	g.Expect(inplace.Done(pod("containerd://web-new", "100m"), st)).To(BeFalse(), "metrics not resized yet")
+	g.Expect(inplace.ResizeLost(pod("containerd://web-new", "100m"), st)).To(BeTrue())
+	g.Expect(inplace.Done(pod("containerd://web-old", "200m"), st)).To(BeFalse(), "web not restarted yet")
+	g.Expect(inplace.Done(pod("containerd://web-new", "200m"), st)).To(BeTrue())
+	g.Expect(inplace.ResizeLost(pod("containerd://web-new", "200m"), st)).To(BeFalse())
+
+	// Restarts since the revision count per container: the update's own
+	// restart of web is not the revision's.
+	cs := pod("containerd://web-new", "200m").Status.ContainerStatuses
+	g.Expect(st.RestartsBefore(&cs[0])).To(BeEquivalentTo(4))
+	g.Expect(st.RestartsBefore(&cs[1])).To(BeEquivalentTo(2))
+
+	// The state reads back as it was written.
+	var back inplace.State
+	g.Expect(json.Unmarshal([]byte(st.Encode()), &back)).To(Succeed())
+	g.Expect(back.Template).To(BeTrue())
+	g.Expect(back.Containers).To(HaveLen(3))
+
+	// Its resize names only the resized container.
+	g.Expect(string(inplace.ResizePatchOf(st))).To(MatchJSON(`{"spec":{"containers":[{"name":"metrics","resources":{"requests":{"cpu":"200m"}}}]}}`))
+}
+
+// A change of a template's labels and annotations only awaits nothing of
+// its containers.
+func TestDoneForATemplatesMetadataChange(t *testing.T) {
+	g := NewWithT(t)
+	st := inplace.State{Revision: "new", Template: true}
+	pod := &slimpod.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}}
+	g.Expect(inplace.Done(pod, st)).To(BeTrue())
+}
+
+func TestTemplateUpdatePatch(t *testing.T) {
+	g := NewWithT(t)
+	tmpl := func(image string, labels, annotations map[string]string) revision.Template {
+		return revision.Template{Template: &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}, {Name: "metrics", Image: "m:1"}}},
+		}}
+	}
+	from := tmpl("web:1", map[string]string{"tier": "front", appv1alpha1.LabelName: "shop"}, map[string]string{"a": "1"})
+	to := tmpl("web:2", map[string]string{"tier": "back"}, map[string]string{"b": "2"})
+	c := inplace.Classify(from, to, "")
+	g.Expect(c.InPlace()).To(BeTrue())
+	pod := &slimpod.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "7", Labels: map[string]string{appv1alpha1.LabelPodSet: "shop-ps"}}}
+	st := inplace.State{Revision: "h2", Template: true}
+
+	var patch map[string]any
+	g.Expect(json.Unmarshal(inplace.TemplateUpdatePatch(pod, from, to, "h2", st, c, ""), &patch)).To(Succeed())
+	g.Expect(patch).To(HaveKeyWithValue("metadata", And(
+		HaveKeyWithValue("resourceVersion", "7"),
+		HaveKeyWithValue("labels", Equal(map[string]any{
+			"tier": "back", appv1alpha1.LabelRevisionHash: "h2",
+			// Dropped by the template: the operator's own value again.
+			appv1alpha1.LabelName: appv1alpha1.NameValue,
+		})),
+		HaveKeyWithValue("annotations", And(HaveKeyWithValue("a", BeNil()), HaveKeyWithValue("b", "2"), HaveKey(appv1alpha1.AnnotationInPlaceUpdate))),
+	)))
+	g.Expect(patch).To(HaveKeyWithValue("spec", Equal(map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web:2"}}})))
+}

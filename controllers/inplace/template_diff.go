@@ -3,33 +3,99 @@ package inplace
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
 )
 
-// classifyTemplates is Classify where either side is a spec.template. This
-// release updates only short-form pods in place: a template's pods take any
-// change by being replaced, and the change names the first field that
-// differs, as spec.template.spec.containers[1].ports.
+// classifyTemplates is Classify where either side is a spec.template. As
+// CloneSet does, any container's image and any container's cpu and memory
+// change in place (the API server's rules of a resize, over the whole pod's
+// QoS class), and so do the pod's labels and annotations; any other change
+// needs new pods, and the change names the first field that differs, as
+// spec.template.spec.containers[1].ports.
 func classifyTemplates(from, to revision.Template, defaultImage string) Change {
 	a, b := operand.PodTemplate(from, defaultImage), operand.PodTemplate(to, defaultImage)
-	if equality.Semantic.DeepEqual(revision.NormalizePodTemplate(&a), revision.NormalizePodTemplate(&b)) {
-		return Change{}
+	a, b = *revision.NormalizePodTemplate(&a), *revision.NormalizePodTemplate(&b)
+	if a.Annotations[appv1alpha1.AnnotationRestartedAt] != b.Annotations[appv1alpha1.AnnotationRestartedAt] {
+		return Change{NotInPlace: "spec.template.metadata.annotations[" + appv1alpha1.AnnotationRestartedAt + "]: it asks for new pods"}
 	}
-	path := FirstDifference("spec.template", &a, &b)
-	if path == "" {
-		// Semantically different, the same in JSON: cannot be, since
-		// both sides are normalized through JSON.
-		path = "spec.template"
+	if path := FirstDifference("spec.template", fixedPart(a), fixedPart(b)); path != "" {
+		return Change{NotInPlace: path + ": cannot change in place"}
 	}
-	return Change{NotInPlace: path + ": pods of a spec.template are replaced for any change; only the short form's are updated in place"}
+	c := Change{Labels: !maps.Equal(a.Labels, b.Labels), Annotations: !maps.Equal(a.Annotations, b.Annotations)}
+	for i := range b.Spec.Containers {
+		ca, cb := a.Spec.Containers[i], b.Spec.Containers[i]
+		cc := ContainerChange{Name: cb.Name}
+		if ca.Image != cb.Image {
+			cc.Image, cc.Restarts, c.Image = cb.Image, true, true
+		}
+		ra, rb := DefaultedResources(ca.Resources), DefaultedResources(cb.Resources)
+		if !equality.Semantic.DeepEqual(ra, rb) {
+			if why := resourcesRefusal(ra, rb); why != "" {
+				return Change{NotInPlace: fmt.Sprintf("spec.template.spec.containers[%d].resources: %s", i, why)}
+			}
+			want := computeResources(rb)
+			cc.Resources, c.Resources = &want, true
+			if resizeRestarts(ra, rb, cb.ResizePolicy) {
+				cc.Restarts, c.ResizeRestarts = true, true
+			}
+		}
+		if cc.Image != "" || cc.Resources != nil {
+			c.Containers = append(c.Containers, cc)
+		}
+	}
+	if qa, qb := PodQOSClass(&a.Spec), PodQOSClass(&b.Spec); c.Resources && qa != qb {
+		return Change{NotInPlace: "spec.template.spec.containers: the QoS class would change from " + string(qa) + " to " + string(qb)}
+	}
+	return c
+}
+
+// fixedPart is what of a pod template no in-place update changes: all but
+// its labels, its annotations, and its containers' images and resources.
+func fixedPart(pts corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	out := pts.DeepCopy()
+	out.Labels, out.Annotations = nil, nil
+	for i := range out.Spec.Containers {
+		out.Spec.Containers[i].Image = ""
+		out.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	return out
+}
+
+// PodQOSClass is the QoS class of a pod with this spec, as the API server
+// computes it from every container, init containers included: Guaranteed
+// when each is, BestEffort when each is, Burstable otherwise.
+func PodQOSClass(spec *corev1.PodSpec) corev1.PodQOSClass {
+	guaranteed, bestEffort := true, true
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		switch QOSClass(DefaultedResources(c.Resources)) {
+		case corev1.PodQOSGuaranteed:
+			bestEffort = false
+		case corev1.PodQOSBurstable:
+			guaranteed, bestEffort = false, false
+		default:
+			guaranteed = false
+		}
+	}
+	switch {
+	case bestEffort:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	default:
+		return corev1.PodQOSBurstable
+	}
 }
 
 // FirstDifference is the path, under prefix, of the first field in which

@@ -3,15 +3,18 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -102,4 +105,76 @@ func testRealTemplateServesAConfigMap(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	g.Expect(string(body)).To(Equal(page))
+}
+
+// testRealInPlaceUpdateOfATemplatesSecondContainer: a template of two
+// containers under InPlaceIfPossible; a new image of the second restarts
+// that container alone, in the same pod, and the first keeps running.
+func testRealInPlaceUpdateOfATemplatesSecondContainer(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "real-template-inplace", restricted)
+	sleeper := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Image: busybox137, Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](65532)}}
+	}
+	ps := &appv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "pair", Namespace: ns},
+		Spec: appv1alpha1.PodSetSpec{
+			Replicas: ptr.To[int32](2),
+			UpdateStrategy: appv1alpha1.UpdateStrategy{RollingUpdate: &appv1alpha1.RollingUpdate{
+				PodUpdatePolicy: appv1alpha1.InPlaceIfPossiblePodUpdatePolicy, MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			}},
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{sleeper("main"), sleeper("side")}}},
+		},
+	}
+	g.Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
+
+	statusOf := func(p corev1.Pod, name string) corev1.ContainerStatus {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == name {
+				return cs
+			}
+		}
+		return corev1.ContainerStatus{}
+	}
+	settled := func(image string) map[types.UID]corev1.Pod {
+		pods := map[types.UID]corev1.Pod{}
+		g.Eventually(func(g Gomega) {
+			got := getPodSet(g, t.Context(), ns, ps.Name)
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.UpdatedReplicas).To(BeEquivalentTo(2))
+			g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(2))
+			live := livePods(g, t.Context(), ns, ps.Name)
+			g.Expect(live).To(HaveLen(2))
+			for _, p := range live {
+				g.Expect(isRunningAndReady(&p)).To(BeTrue(), "pod %s: %s", p.Name, podState(&p))
+				g.Expect(p.Spec.Containers[1].Image).To(Equal(image))
+				pods[p.UID] = p
+			}
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		return pods
+	}
+	before := settled(busybox137)
+
+	step("a new image of the second container, in place")
+	g.Expect(patchPodSet(t, ps, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[%s,%s]}}}}`,
+		mustJSONString(sleeper("main")), strings.Replace(mustJSONString(sleeper("side")), busybox137, busybox136, 1)))).To(Succeed())
+	after := settled(busybox136)
+	for uid, p := range after {
+		b, ok := before[uid]
+		g.Expect(ok).To(BeTrue(), "pod %s is new: the update was not made in place", p.Name)
+		g.Expect(p.Status.PodIP).To(Equal(b.Status.PodIP))
+		g.Expect(statusOf(p, "main").ContainerID).To(Equal(statusOf(b, "main").ContainerID), "pod %s: the first container restarted", p.Name)
+		g.Expect(statusOf(p, "main").RestartCount).To(Equal(statusOf(b, "main").RestartCount))
+		g.Expect(statusOf(p, "side").ContainerID).NotTo(Equal(statusOf(b, "side").ContainerID))
+		g.Expect(statusOf(p, "side").RestartCount).To(Equal(statusOf(b, "side").RestartCount + 1))
+	}
+}
+
+func mustJSONString(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
 }

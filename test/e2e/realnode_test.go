@@ -94,6 +94,7 @@ func TestRealNode(t *testing.T) {
 		{"NothingLeavesTheMachine", testRealNodeGuard},
 		{"ScorecardRunsItsTestsAsPods", testRealScorecard},
 		{"InPlaceImageUpdateKeepsThePods", testRealInPlaceImageUpdate},
+		{"InPlaceUpdateOfATemplatesSecondContainer", testRealInPlaceUpdateOfATemplatesSecondContainer},
 		{"InPlaceResizeRestartsNothing", testRealInPlaceResize},
 		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
