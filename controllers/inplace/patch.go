@@ -27,15 +27,8 @@ import (
 // label and the update's state. It carries pod's resourceVersion, so that
 // the API server refuses it if pod changed since it was read.
 func UpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st State, defaultImage string) []byte {
-	annotations := map[string]any{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
-	for k := range from.PodAnnotations {
-		if _, kept := to.PodAnnotations[k]; !kept {
-			annotations[k] = nil
-		}
-	}
-	for k, v := range to.PodAnnotations {
-		annotations[k] = v
-	}
+	annotations := mapPatch(from.PodAnnotations, to.PodAnnotations, nil)
+	annotations[appv1alpha1.AnnotationInPlaceUpdate] = st.Encode()
 	patch := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": pod.ResourceVersion,
@@ -58,28 +51,9 @@ func UpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st
 // that key) and annotations, the revision label and the update's state.
 func TemplateUpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash string, st State, c Change, defaultImage string) []byte {
 	a, b := operand.PodTemplate(from, defaultImage), operand.PodTemplate(to, defaultImage)
-	annotations := map[string]any{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}
-	for k := range a.Annotations {
-		if _, kept := b.Annotations[k]; !kept {
-			annotations[k] = nil
-		}
-	}
-	for k, v := range b.Annotations {
-		annotations[k] = v
-	}
-	labels := map[string]any{}
-	defaults := operand.Labels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: pod.Labels[appv1alpha1.LabelPodSet]}})
-	for k := range a.Labels {
-		if _, kept := b.Labels[k]; !kept {
-			labels[k] = nil
-			if v, ok := defaults[k]; ok {
-				labels[k] = v
-			}
-		}
-	}
-	for k, v := range b.Labels {
-		labels[k] = v
-	}
+	annotations := mapPatch(a.Annotations, b.Annotations, nil)
+	annotations[appv1alpha1.AnnotationInPlaceUpdate] = st.Encode()
+	labels := mapPatch(a.Labels, b.Labels, operand.Labels(&appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: pod.Labels[appv1alpha1.LabelPodSet]}}))
 	labels[appv1alpha1.LabelRevisionHash] = toHash
 	patch := map[string]any{
 		"metadata": map[string]any{
@@ -98,6 +72,26 @@ func TemplateUpdatePatch(pod *slimpod.Pod, from, to revision.Template, toHash st
 		patch["spec"] = map[string]any{"containers": containers}
 	}
 	return mustJSON(patch)
+}
+
+// mapPatch is the part of a merge patch that moves a map of the pod's
+// metadata from one template's to the next's: every key of to, and null
+// for each key to dropped, or its value in defaults (the operator's labels come
+// back where a template stops setting its own).
+func mapPatch(from, to, defaults map[string]string) map[string]any {
+	out := map[string]any{}
+	for k := range from {
+		if _, kept := to[k]; !kept {
+			out[k] = nil
+			if v, ok := defaults[k]; ok {
+				out[k] = v
+			}
+		}
+	}
+	for k, v := range to {
+		out[k] = v
+	}
+	return out
 }
 
 // ResizePatch is the pods/resize patch that gives the container the cpu and

@@ -35,31 +35,7 @@ import (
 
 func TestPolicyAgainstAPIServer(t *testing.T) {
 	g := NewWithT(t)
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s-*", "kube-apiserver"))
-		if len(m) > 0 {
-			assets = filepath.Dir(m[len(m)-1])
-		}
-	}
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS must name the envtest binaries: run `make test`")
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(appv1alpha1.AddToScheme(scheme)).To(Succeed())
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
+	c, disc := startEnvtest(t)
 	ctx := t.Context()
 
 	// One round applies the policy and its binding, owned by the CRD, by
@@ -217,4 +193,38 @@ func createPodSet(g Gomega, c client.Client, ns, name string, policy appv1alpha1
 func setTemplate(ps *appv1alpha1.PodSet, t revision.Template) {
 	ps.Spec.Image, ps.Spec.Command, ps.Spec.Args, ps.Spec.Env = t.Image, t.Command, t.Args, t.Env
 	ps.Spec.Resources, ps.Spec.PodAnnotations, ps.Spec.ResizePolicy = t.Resources, t.PodAnnotations, t.ResizePolicy
+}
+
+// startEnvtest starts a kube-apiserver and etcd (the binaries `make
+// envtest-assets` builds) with the PodSet CRD, stopped when t ends, and
+// returns a client and a discovery client of it.
+func startEnvtest(t *testing.T) (client.Client, discovery.DiscoveryInterface) {
+	t.Helper()
+	g := NewWithT(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		m, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s-*", "kube-apiserver"))
+		if len(m) > 0 {
+			assets = filepath.Dir(m[len(m)-1])
+		}
+	}
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must name the envtest binaries: run `make test`")
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(appv1alpha1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	return c, disc
 }

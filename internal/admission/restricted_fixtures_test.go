@@ -24,13 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -397,31 +393,7 @@ func fixSchema(spec *corev1.PodSpec) string {
 func startWithPolicies(t *testing.T) client.Client {
 	t.Helper()
 	g := NewWithT(t)
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s-*", "kube-apiserver"))
-		if len(m) > 0 {
-			assets = filepath.Dir(m[len(m)-1])
-		}
-	}
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS must name the envtest binaries: run `make test`")
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(appv1alpha1.AddToScheme(scheme)).To(Succeed())
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
+	c, disc := startEnvtest(t)
 
 	// Sync logs an error and goes on; an expression that does not compile
 	// shows as a policy the API server did not store.
