@@ -41,7 +41,7 @@ type podEventHandler struct {
 	expectations *consistency.Expectations
 	batchPeriod  time.Duration
 	// records is where the pods that left the cache by losing their
-	// managed-by label, rather than by being deleted, are recorded for
+	// app.example.com/podset label, rather than by being deleted, are recorded for
 	// their PodSet (see stray_pods.go).
 	records *podSetRecords
 }

@@ -35,7 +35,7 @@ import (
 // Pods are cached (list, watch), created, deleted, patched to adopt or
 // release them, to label their revision or to update them in place, and
 // read directly (get) when one may have left the cache by losing its
-// managed-by label (stray_pods.go). An in-place update also patches a pod's
+// app.example.com/podset label (stray_pods.go). An in-place update also patches a pod's
 // status (the condition of its readiness gate) and resizes it
 // (in_place_updates.go). Events go through the events.k8s.io API, which
 // patches a repeated event's series instead of creating a new one.

@@ -60,7 +60,7 @@ type podSetRecord struct {
 	// leader fence having refused its reconcile (fenced_podsets.go).
 	fenced atomic.Bool
 	// strays are the PodSet's pods that left the cache by losing their
-	// managed-by label, recorded by the pod event handler (stray_pods.go).
+	// app.example.com/podset label, recorded by the pod event handler (stray_pods.go).
 	strays strayPods
 	// background is what the PodSet's deletes sent in the background left
 	// for its reconciles (podwrites.Background).

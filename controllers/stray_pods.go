@@ -16,7 +16,7 @@ import (
 
 // A stray is a pod that left the operator's pod cache while still
 // controlled by a PodSet and not being deleted: someone removed its
-// managed-by label (to debug a pod, say). The cache holds only pods carrying
+// app.example.com/podset label (to debug a pod, say). The cache holds only pods carrying
 // that label, so such a pod looks deleted; its PodSet replaces it, and unless
 // the stray is released it would keep the PodSet's controller reference, one
 // owned live pod more than spec.replicas.

@@ -19,7 +19,7 @@ import (
 )
 
 // CacheOptions is what the manager caches: PodSets, and only the pods that
-// carry the managed-by label, each as a slimpod.Pod that holds only the
+// carry the app.example.com/podset label, each as a slimpod.Pod that holds only the
 // parts of the pod the reconciler reads (see slimPod). The operator's memory
 // then grows with its own pods, not with the rest of the cluster's, and by
 // as little as possible per pod.
