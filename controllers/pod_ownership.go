@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,7 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 
 	c := sortClaims(candidates, ps.UID, operand.Selector(ps))
 	s.pods = append(s.pods, c.owned...)
-	orphans, unmatched := c.orphans, c.unmatched
+	orphans, unmatched := slices.DeleteFunc(c.orphans, releasedByAnEarlierRelease), c.unmatched
 
 	var errs []error
 	if len(orphans) > 0 {
@@ -43,6 +44,21 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 		errs = append(errs, r.releasePod(ctx, ps, &pod.ObjectMeta))
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// releasedByAnEarlierRelease reports whether an orphan that carries the
+// PodSet's label lacks app.kubernetes.io/name, instance or managed-by, which
+// every pod the operator makes carries (the template's values or its own).
+// Up to 0.4.0 the selector held all three, and a pod stripped of one (to
+// debug it) was released and replaced; adopting it now would take back a
+// pod its user took out, and delete another to make room.
+func releasedByAnEarlierRelease(orphan *slimpod.Pod) bool {
+	for _, k := range []string{appv1alpha1.LabelName, appv1alpha1.LabelInstance, appv1alpha1.LabelManagedBy} {
+		if _, ok := orphan.Labels[k]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // adoptPods makes the PodSet the controller of the orphans, once a fresh read

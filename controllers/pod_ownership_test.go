@@ -97,3 +97,25 @@ func TestPatchPodCarriesTheNewResourceVersionToTheNextPatch(t *testing.T) {
 	err := r.patchPod(context.Background(), s, stale, "", fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"annotations":{"third":"1"}}}`, pod.ResourceVersion))
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
 }
+
+// Up to 0.4.0 a pod stripped of app.kubernetes.io/name, instance or
+// managed-by was released; it still carries the PodSet's label, and is not
+// taken back.
+func TestOrphansReleasedByAnEarlierReleaseAreNotAdopted(t *testing.T) {
+	g := NewWithT(t)
+	ps := operandtest.PodSet(1)
+	full := operandtest.Pod("full")
+	full.Labels = operand.Labels(ps)
+	g.Expect(releasedByAnEarlierRelease(full)).To(BeFalse())
+	for _, k := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by"} {
+		stripped := operandtest.Pod("stripped")
+		stripped.Labels = operand.Labels(ps)
+		delete(stripped.Labels, k)
+		g.Expect(releasedByAnEarlierRelease(stripped)).To(BeTrue(), k)
+	}
+	// A template's own values count.
+	charted := operandtest.Pod("charted")
+	charted.Labels = operand.Labels(ps)
+	charted.Labels["app.kubernetes.io/managed-by"] = "Helm"
+	g.Expect(releasedByAnEarlierRelease(charted)).To(BeFalse())
+}

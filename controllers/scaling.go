@@ -65,6 +65,13 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCac
 	}
 	s.outcome.Attempted = true
 
+	// A template no pod can be made from rolls nothing: not one pod of the
+	// revisions that run is deleted or updated for it.
+	if err := r.templateRefusal(s.podSet, s.revisions.updateTemplate, s.revisions.updateHash); err != nil {
+		err = r.templateRefused(s.podSet, err)
+		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
+		return 0, err
+	}
 	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
 	if err != nil {
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
@@ -180,19 +187,8 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return 0, nil
 	}
 	ps := s.podSet
-	if short := ps.Spec.ShortFormFields(); ps.Spec.Template != nil && len(short) > 0 {
-		// The admission policy podsets-template.app.example.com refuses
-		// this where it runs.
-		err := fmt.Errorf("spec.template: cannot be set beside spec.%s, its short form; a PodSet sets one or the other", strings.Join(short, ", spec."))
+	if err := r.templateRefusal(ps, tmpl, hash); err != nil {
 		return 0, r.templateRefused(ps, err)
-	}
-	if why := operand.RestrictedRefusal(operand.NewPod(ps, tmpl, hash, r.DefaultImage)); why != "" {
-		// Admission refuses such a template where the cluster runs the
-		// operator's policy; this is the rest: before Kubernetes 1.30,
-		// or a PodSet written while the policy was missing. The
-		// namespace's Pod Security admission may not enforce the
-		// profile, but every pod of this operator meets it.
-		return 0, r.templateRefused(ps, fmt.Errorf("the pod template does not meet the Pod Security Standard \"restricted\": %s", why))
 	}
 	var created, uncertain atomic.Int32
 	_, err := podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
@@ -247,6 +243,22 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return made, fmt.Errorf("creating pods: %w", err)
 	}
 	return made, nil
+}
+
+// templateRefusal says why the operator makes no pod from tmpl, or nil.
+// The admission policy podsets-template.app.example.com refuses such a
+// PodSet where it runs; this is the rest: before Kubernetes 1.30, or a
+// PodSet written while the policy was missing. The namespace's Pod
+// Security admission may not enforce the profile, but every pod of this
+// operator meets it.
+func (r *PodSetReconciler) templateRefusal(ps *appv1alpha1.PodSet, tmpl revision.Template, hash string) error {
+	if short := ps.Spec.ShortFormFields(); ps.Spec.Template != nil && len(short) > 0 {
+		return fmt.Errorf("spec.template: cannot be set beside spec.%s, its short form; a PodSet sets one or the other", strings.Join(short, ", spec."))
+	}
+	if why := operand.RestrictedRefusal(operand.NewPod(ps, tmpl, hash, r.DefaultImage)); why != "" {
+		return fmt.Errorf("the pod template does not meet the Pod Security Standard \"restricted\": %s", why)
+	}
+	return nil
 }
 
 // templateRefused reports a pod template the operator makes no pod from,

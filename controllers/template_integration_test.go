@@ -152,6 +152,10 @@ func TestIntegrationATemplateThatBreaksRestrictedMakesNoPod(t *testing.T) {
 	g := NewWithT(t)
 	ns := newTestNamespace(t, nil)
 	ps := createPodSet(t, ns, "privileged", 2, func(ps *appv1alpha1.PodSet) {
+		// Room to delete a pod before its replacement is made.
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
+		}
 		ps.Spec.Template = chartTemplate()
 		ps.Spec.Template.Spec.InitContainers[1].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	})
@@ -173,7 +177,21 @@ func TestIntegrationATemplateThatBreaksRestrictedMakesNoPod(t *testing.T) {
 	fixed := getPodSet(g, ps)
 	fixed.Spec.Template.Spec.InitContainers[1].SecurityContext = nil
 	g.Expect(k8sClient.Update(context.Background(), fixed)).To(Succeed())
-	waitForLivePods(g, ps, 2)
+	running := podUIDs(waitForLivePods(g, ps, 2))
+
+	// Broken again, with room to roll: not one running pod is deleted
+	// for a template that can make none.
+	broken := getPodSet(g, ps)
+	broken.Spec.Template.Spec.HostNetwork = true
+	g.Expect(k8sClient.Update(context.Background(), broken)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("hostNetwork"))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(podUIDs(listLivePods(g, ps))).To(ConsistOf(running))
+	}, 2*time.Second, poll).Should(Succeed())
 }
 
 // Under InPlaceIfPossible a template's pods take, in place, a new image of

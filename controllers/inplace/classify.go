@@ -25,6 +25,7 @@ package inplace
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -110,6 +111,8 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 		c.NotInPlace = "spec.resizePolicy"
 	case from.PodAnnotations[appv1alpha1.AnnotationRestartedAt] != to.PodAnnotations[appv1alpha1.AnnotationRestartedAt]:
 		c.NotInPlace = "spec.podAnnotations[" + appv1alpha1.AnnotationRestartedAt + "]: it asks for new pods"
+	case appArmorChange(from.PodAnnotations, to.PodAnnotations) != "":
+		c.NotInPlace = "spec.podAnnotations[" + appArmorChange(from.PodAnnotations, to.PodAnnotations) + "]: " + appArmorWhy
 	}
 	if c.NotInPlace != "" {
 		return c
@@ -129,6 +132,30 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 		c.ResizeRestarts = resizeRestarts(a.Resources, b.Resources, b.ResizePolicy)
 	}
 	return c
+}
+
+// appArmorPrefix starts the annotations that set a container's AppArmor
+// profile, which the API server lets no update of a pod add, change or
+// remove.
+const appArmorPrefix = "container.apparmor.security.beta.kubernetes.io/"
+
+const appArmorWhy = "the AppArmor annotations of a running pod cannot change"
+
+// appArmorChange is the first AppArmor annotation (in sorted order) that
+// differs between from and to, or "".
+func appArmorChange(from, to map[string]string) string {
+	var changed []string
+	for _, pair := range [][2]map[string]string{{from, to}, {to, from}} {
+		for k, v := range pair[0] {
+			if w, ok := pair[1][k]; strings.HasPrefix(k, appArmorPrefix) && (!ok || w != v) {
+				changed = append(changed, k)
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	return slices.Min(changed)
 }
 
 // sameByKey reports whether two lists hold the same items, in any order.

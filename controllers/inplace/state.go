@@ -282,12 +282,23 @@ func Stuck(pod *slimpod.Pod) string {
 			return fmt.Sprintf("pod %s: resize infeasible: %s", pod.Name, c.Message)
 		}
 	}
-	if cs := ContainerStatus(pod); cs != nil && cs.State.Waiting != nil && stuckReasons[cs.State.Waiting.Reason] {
-		msg := fmt.Sprintf("pod %s: container %s: %s", pod.Name, cs.Name, cs.State.Waiting.Reason)
-		if cs.State.Waiting.Message != "" {
-			msg += ": " + cs.State.Waiting.Message
+	names := []string{operand.ContainerName}
+	if st, ok := StateOf(pod); ok && st.Template {
+		names = nil
+		for _, cu := range st.Containers {
+			if cu.Restart {
+				names = append(names, cu.Name)
+			}
 		}
-		return msg
+	}
+	for _, name := range names {
+		if cs := containerStatusNamed(pod, name); cs != nil && cs.State.Waiting != nil && stuckReasons[cs.State.Waiting.Reason] {
+			msg := fmt.Sprintf("pod %s: container %s: %s", pod.Name, cs.Name, cs.State.Waiting.Reason)
+			if cs.State.Waiting.Message != "" {
+				msg += ": " + cs.State.Waiting.Message
+			}
+			return msg
+		}
 	}
 	return ""
 }

@@ -255,3 +255,20 @@ func TestTemplateUpdatePatch(t *testing.T) {
 	)))
 	g.Expect(patch).To(HaveKeyWithValue("spec", Equal(map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web:2"}}})))
 }
+
+// A template's pod is stuck when a container its update restarts cannot
+// start, whatever that container's name.
+func TestStuckForATemplatesContainer(t *testing.T) {
+	g := NewWithT(t)
+	st := inplace.State{Revision: "new", Template: true, Restart: true, Containers: []inplace.ContainerUpdate{
+		{Name: "web"}, {Name: "metrics", Restart: true, ContainerID: "containerd://old"},
+	}}
+	pod := &slimpod.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()}},
+		Status: slimpod.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: "metrics", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "no such tag"}}},
+		}},
+	}
+	g.Expect(inplace.Stuck(pod)).To(Equal("pod p: container metrics: ImagePullBackOff: no such tag"))
+}

@@ -30,6 +30,9 @@ func classifyTemplates(from, to revision.Template, defaultImage string) Change {
 	if a.Annotations[appv1alpha1.AnnotationRestartedAt] != b.Annotations[appv1alpha1.AnnotationRestartedAt] {
 		return Change{NotInPlace: "spec.template.metadata.annotations[" + appv1alpha1.AnnotationRestartedAt + "]: it asks for new pods"}
 	}
+	if k := appArmorChange(a.Annotations, b.Annotations); k != "" {
+		return Change{NotInPlace: "spec.template.metadata.annotations[" + k + "]: " + appArmorWhy}
+	}
 	if path := FirstDifference("spec.template", fixedPart(a), fixedPart(b)); path != "" {
 		return Change{NotInPlace: path + ": cannot change in place"}
 	}

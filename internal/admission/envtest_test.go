@@ -172,6 +172,36 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 		g.Expect(moved.Spec.ShortFormFields()).To(BeEmpty())
 	})
 
+	// A PodSet written while the template policy was missing can still be
+	// labelled, scaled and have its finalizers removed: only an update of
+	// its pod template is judged.
+	t.Run("a PodSet written without the template policy", func(t *testing.T) {
+		g := NewWithT(t)
+		binding := &unstructured.Unstructured{}
+		binding.SetGroupVersionKind(want[3].GroupVersionKind())
+		binding.SetName("podsets-template.app.example.com")
+		g.Expect(c.Delete(ctx, binding)).To(Succeed())
+		broken := func(name string) *appv1alpha1.PodSet {
+			ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Finalizers: []string{"example.com/hold"}}}
+			ps.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+			return ps
+		}
+		old := broken("written-before")
+		g.Eventually(func() error { return c.Create(ctx, old) }).WithTimeout(30 * time.Second).Should(Succeed())
+		g.Expect(a.Sync(ctx)).To(BeFalse())
+		tries := 0
+		g.Eventually(func() error {
+			tries++
+			return c.Create(ctx, broken(fmt.Sprintf("probe-%d", tries)))
+		}).WithTimeout(30 * time.Second).Should(HaveOccurred())
+
+		g.Expect(c.Patch(ctx, old, client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"labels":{"team":"web"}},"spec":{"replicas":2}}`)))).To(Succeed())
+		err := c.Patch(ctx, old, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:2"}]}}}}`)))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a change of the template is judged: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec.hostNetwork"))
+		g.Expect(c.Patch(ctx, old, client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	})
+
 	// A policy deleted by hand comes back at the next round.
 	g.Expect(c.Delete(ctx, want[0])).To(Succeed())
 	g.Expect(a.Sync(ctx)).To(BeFalse())

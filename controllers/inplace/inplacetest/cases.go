@@ -88,6 +88,8 @@ var ClassifyCases = []struct {
 		inplace.Change{NotInPlace: "spec.resizePolicy"},
 	},
 	{"annotations", revision.Template{PodAnnotations: map[string]string{"a": "1"}}, revision.Template{PodAnnotations: map[string]string{"b": "2"}}, inplace.Change{Annotations: true}},
+	{"an AppArmor annotation", revision.Template{PodAnnotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/podset": "runtime/default"}}, revision.Template{},
+		inplace.Change{NotInPlace: "spec.podAnnotations[container.apparmor.security.beta.kubernetes.io/podset]: the AppArmor annotations of a running pod cannot change"}},
 	{
 		"the restart annotation asks for new pods",
 		revision.Template{}, revision.Template{PodAnnotations: map[string]string{appv1alpha1.AnnotationRestartedAt: "now"}},
