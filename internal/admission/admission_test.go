@@ -2,10 +2,14 @@ package admission
 
 import (
 	"context"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -50,4 +54,37 @@ func TestSyncWithoutPolicies(t *testing.T) {
 		g.Expect(a.Sync(context.Background())).To(BeFalse(), "the cluster may be upgraded")
 	}
 	g.Expect(lines).To(ConsistOf(ContainSubstring("is not served (Kubernetes before 1.30)")))
+}
+
+// The InPlaceOnly policy's lists of what no in-place update changes are
+// every field of corev1's PodSpec but its containers (and the ephemeral
+// containers no template may have), and of its Container but image and
+// resources: a field a newer k8s.io/api adds must be added there too.
+func TestTemplateFieldLists(t *testing.T) {
+	g := NewWithT(t)
+	objs, err := Objects(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	lists := map[string][]string{}
+	vars, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "variables")
+	for _, v := range vars {
+		m := v.(map[string]any)
+		if name := m["name"].(string); name == "podFields" || name == "containerFields" {
+			expr := strings.Trim(m["expression"].(string), "[]")
+			for _, f := range strings.Split(expr, ",") {
+				lists[name] = append(lists[name], strings.Trim(strings.TrimSpace(f), "'"))
+			}
+		}
+	}
+	jsonNames := func(t reflect.Type, skip ...string) []string {
+		var out []string
+		for i := range t.NumField() {
+			if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); !slices.Contains(skip, name) {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	g.Expect(lists["podFields"]).To(Equal(jsonNames(reflect.TypeFor[corev1.PodSpec](), "containers", "ephemeralContainers")))
+	g.Expect(lists["containerFields"]).To(Equal(jsonNames(reflect.TypeFor[corev1.Container](), "image", "resources")))
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/inplace/inplacetest"
 	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/internal/selfapply"
@@ -170,6 +171,65 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(moved.Spec.Template).NotTo(BeNil())
 		g.Expect(moved.Spec.ShortFormFields()).To(BeEmpty())
+	})
+
+	// Between two templates, the policy refuses under InPlaceOnly what
+	// inplace.Classify says needs new pods outside the resize rules, naming
+	// the same field; what changes in place passes.
+	t.Run("InPlaceOnly between templates", func(t *testing.T) {
+		base := func() *corev1.PodTemplateSpec {
+			return &corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "front"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{
+					{Name: "web", Image: "web:1"},
+					{Name: "metrics", Image: "m:1", Ports: []corev1.ContainerPort{{ContainerPort: 9100, Protocol: corev1.ProtocolTCP}}},
+				}},
+			}
+		}
+		for i, tc := range []struct {
+			name   string
+			mutate func(*corev1.PodTemplateSpec)
+		}{
+			{"an image", func(p *corev1.PodTemplateSpec) { p.Spec.Containers[1].Image = "m:2" }},
+			{"labels and annotations", func(p *corev1.PodTemplateSpec) {
+				p.Labels["tier"] = "back"
+				p.Annotations = map[string]string{"team": "a"}
+			}},
+			{"a port", func(p *corev1.PodTemplateSpec) { p.Spec.Containers[1].Ports[0].ContainerPort = 9101 }},
+			{"args", func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Args = []string{"-v"} }},
+			{"a toleration", func(p *corev1.PodTemplateSpec) {
+				p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+			}},
+			{"a container added", func(p *corev1.PodTemplateSpec) {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "x", Image: "x"})
+			}},
+			{"restartedAt", func(p *corev1.PodTemplateSpec) {
+				p.Annotations = map[string]string{appv1alpha1.AnnotationRestartedAt: "now"}
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				g := NewWithT(t)
+				ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("templates-%d", i), Namespace: ns.Name}}
+				ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: appv1alpha1.InPlaceOnlyPodUpdatePolicy}
+				ps.Spec.Template = base()
+				g.Expect(c.Create(ctx, ps)).To(Succeed())
+				from := revision.Template{Template: ps.Spec.Template.DeepCopy()}
+				tc.mutate(ps.Spec.Template)
+				want := inplace.Classify(from, revision.Template{Template: ps.Spec.Template}, "")
+				err := c.Update(ctx, ps)
+				if want.InPlace() {
+					g.Expect(err).NotTo(HaveOccurred())
+					return
+				}
+				g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid (%s), got %v", want.NotInPlace, err)
+				field, _, _ := strings.Cut(want.NotInPlace, ":")
+				// The operator names a list's item where the policy names
+				// the list.
+				field = regexp.MustCompile(`^(spec\.template\.spec\.containers\[\d+\]\.[a-zA-Z]+|spec\.template\.spec\.[a-zA-Z]+|spec\.template\.metadata\.annotations\[[^\]]+\])`).FindString(field)
+				g.Expect(field).NotTo(BeEmpty(), want.NotInPlace)
+				g.Expect(err.Error()).To(ContainSubstring("denied request: "+field), "the error names %s", field)
+			})
+		}
 	})
 
 	// A PodSet written while the template policy was missing can still be
