@@ -132,17 +132,17 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
 	template := !mv.from.IsShortForm() || !rs.updateTemplate.IsShortForm()
 	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
+	// The containers the kubelet runs now, before any write of this update
+	// can restart them.
 	if template {
-		// The containers the kubelet runs now, before any write of this
-		// update can restart them.
 		st.Template, st.Containers = true, inplace.NewContainerUpdates(mv.pod, mv.change.Containers)
 	} else if cs := inplace.ContainerStatus(mv.pod); cs != nil {
 		st.Restarts = ptr.To(cs.RestartCount)
-	}
-	if st.Restart {
-		if cs := inplace.ContainerStatus(mv.pod); cs != nil && !template {
+		if st.Restart {
 			st.ContainerID = cs.ContainerID
 		}
+	}
+	if st.Restart {
 		gate := operand.InPlaceGateCondition(pod)
 		since := now
 		if gate != nil && gate.Status == corev1.ConditionFalse && gate.Reason == appv1alpha1.ReasonInPlaceUpdating {

@@ -187,9 +187,6 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return 0, nil
 	}
 	ps := s.podSet
-	if err := r.templateRefusal(ps, tmpl, hash); err != nil {
-		return 0, r.templateRefused(ps, err)
-	}
 	var created, uncertain atomic.Int32
 	_, err := podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
 		if err := room.Take(ctx); err != nil {
