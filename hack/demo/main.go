@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/example/podset-operator/test/localcluster"
 )
@@ -71,7 +72,7 @@ func run() error {
 	if err := k.run(ctx, "apply", "--server-side", "-f", *crdDir); err != nil {
 		return err
 	}
-	if err := k.run(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/podsets.app.example.com"); err != nil {
+	if err := c.WaitForCRDEstablished(ctx, "podsets.app.example.com", time.Minute); err != nil {
 		return err
 	}
 

@@ -253,8 +253,7 @@ func applyObjects(ctx context.Context, objs []*unstructured.Unstructured) (strin
 		return stderr, err
 	}
 	// The CRD must be served before PodSets can be applied.
-	_, _, err = kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/podsets.app.example.com")
-	return stderr, err
+	return stderr, env.cluster.WaitForCRDEstablished(ctx, "podsets.app.example.com", time.Minute)
 }
 
 // auditPolicy records, at Metadata level, every request made by the
