@@ -43,10 +43,12 @@ const (
 // them to the pods themselves (controllers/inplace.Classify).
 type PodSetSpec struct {
 	// replicas is the number of pods the PodSet keeps running. Pods that are
-	// terminating, Succeeded or Failed do not count and are replaced.
+	// terminating, Succeeded or Failed do not count and are replaced. At most
+	// 5000: status.podNames names every live pod, and a PodSet must stay
+	// within what etcd stores as one object even while it surges.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:validation:Maximum=5000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 

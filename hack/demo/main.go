@@ -141,8 +141,8 @@ func realNodeHint(real bool) string {
 	}
 	return `
 On the real node the containers run; look at one:
-  kubectl logs -l app.example.com/podset=podset-sample --prefix
   kubectl exec $(kubectl get pods -l app.example.com/podset=podset-sample -o name | head -1) -- id
+  kubectl exec $(kubectl get pods -l app.example.com/podset=podset-sample -o name | head -1) -- wget -qO- localhost:8080
 `
 }
 
