@@ -455,3 +455,103 @@ func TestIntegrationAutoRollbackWaitsWhilePaused(t *testing.T) {
 	p := waitForRolledBack(g, ps, 3, getPodSet(g, ps).Status.UpdateRevision, good)
 	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("ProgressDeadlineExceeded"))
 }
+
+// crashingInitContainers is a kubelet stand-in for templates: a pod whose
+// init container or sidecar runs one of the crashing images never gets
+// past its init phase (the kubelet restarts that container, in
+// CrashLoopBackOff, more often at each look); every other pod runs, Ready.
+type crashingInitContainers struct{ images map[string]bool }
+
+func (c crashingInitContainers) status(pod *corev1.Pod) (corev1.PodStatus, bool) {
+	crashing := -1
+	for i, ic := range pod.Spec.InitContainers {
+		if c.images[ic.Image] {
+			crashing = i
+			break
+		}
+	}
+	if crashing < 0 {
+		return readyStatus(pod)
+	}
+	st := *pod.Status.DeepCopy()
+	restarts := int32(0)
+	if len(st.InitContainerStatuses) > crashing {
+		restarts = st.InitContainerStatuses[crashing].RestartCount
+	}
+	if restarts >= 10 {
+		return corev1.PodStatus{}, false
+	}
+	st.Phase = corev1.PodPending
+	st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	st.InitContainerStatuses = nil
+	for i, ic := range pod.Spec.InitContainers[:crashing+1] {
+		s := corev1.ContainerStatus{Name: ic.Name, Image: ic.Image}
+		switch {
+		case i == crashing:
+			s.RestartCount = restarts + 1
+			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}
+		case ic.RestartPolicy != nil:
+			s.Started, s.State.Running = ptr.To(true), &corev1.ContainerStateRunning{}
+		default:
+			s.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed"}
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, s)
+	}
+	st.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}})
+	}
+	return st, true
+}
+
+// Auto-rollback judges every container of a template: a sidecar that
+// crash-loops in the new revision, and then an init container that does,
+// each return the pods to the last completed revision, and the status
+// names the container.
+func TestIntegrationAutoRollbackOfATemplatesSidecarAndInitContainer(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps := createPodSet(t, ns, "shop", replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Template = chartTemplate()
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			AutoRollback: &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](3)},
+		}
+	})
+	kubelet := crashingInitContainers{images: map[string]bool{
+		"registry.example.com/proxy:3-crashing":  true,
+		"registry.example.com/shop:1.5-crashing": true,
+	}}
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+	g.Expect(getPodSet(g, ps).Status.LastCompletedRevision).To(Equal(good))
+
+	earlier := []string{good}
+	for _, step := range []struct {
+		container, image string
+		index            int
+	}{
+		{"proxy", "registry.example.com/proxy:3-crashing", 1},
+		{"migrate", "registry.example.com/shop:1.5-crashing", 0},
+	} {
+		p := getPodSet(g, ps)
+		p.Spec.Template = chartTemplate()
+		p.Spec.Template.Spec.InitContainers[step.index].Image = step.image
+		g.Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		var failed string
+		g.Eventually(func(g Gomega) {
+			failed = getPodSet(g, ps).Status.UpdateRevision
+			g.Expect(earlier).NotTo(ContainElement(failed))
+		}, eventually, poll).Should(Succeed())
+		earlier = append(earlier, failed)
+		rolledBack := waitForRolledBack(g, ps, replicas, failed, good)
+		g.Expect(rolledBack.Status.AutoRollback.Trigger).To(Equal("RestartLimit"), step.container)
+		g.Expect(rolledBack.Status.AutoRollback.Message).To(MatchRegexp(`container %s of pod \S+ restarted \d+ times`, step.container))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +17,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
+	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/slimpod"
@@ -260,5 +262,50 @@ func TestIntegrationInPlaceUpdateOfATemplate(t *testing.T) {
 		for _, uid := range podUIDs(pods) {
 			g.Expect(before).NotTo(ContainElement(uid))
 		}
+	}, eventually, poll).Should(Succeed())
+}
+
+// A template that passes the PodSet's admission but makes a pod the API
+// server refuses (here a mount of a volume the template does not declare,
+// which only pod validation knows) is reported in ReplicaFailure with the
+// API server's own words, and retried with the controller's backoff, not in
+// a loop of creates.
+func TestIntegrationAPodTheAPIServerRefusesIsReportedNotRetriedInALoop(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, nil)
+	failed := func() float64 { return testutil.ToFloat64(metrics.PodCreates.WithLabelValues("failed")) }
+	before := failed()
+	ps := createPodSet(t, ns, "invalid", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Template = chartTemplate()
+		c := &ps.Spec.Template.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "undeclared", MountPath: "/data"})
+	})
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedCreate))
+		g.Expect(c.Message).To(ContainSubstring(`spec.containers[0].volumeMounts[1].name: Not found: "undeclared"`))
+	}, eventually, poll).Should(Succeed())
+
+	// The controller's per-item backoff doubles from 5 ms: about a dozen
+	// attempts in the first 10 s, each stopped by slow start after one
+	// refused create. A loop would send hundreds.
+	time.Sleep(10 * time.Second)
+	attempts := failed() - before
+	t.Logf("refused creates in the first 10 s: %v", attempts)
+	g.Expect(attempts).To(BeNumerically(">=", 1))
+	g.Expect(attempts).To(BeNumerically("<=", 15))
+	g.Expect(listLivePods(g, ps)).To(BeEmpty())
+
+	// Mended, it runs.
+	fixed := getPodSet(g, ps)
+	c := &fixed.Spec.Template.Spec.Containers[0]
+	c.VolumeMounts = c.VolumeMounts[:len(c.VolumeMounts)-1]
+	g.Expect(k8sClient.Update(context.Background(), fixed)).To(Succeed())
+	waitForLivePods(g, ps, 2)
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditionStatus(getPodSet(g, ps).Status, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
 	}, eventually, poll).Should(Succeed())
 }
