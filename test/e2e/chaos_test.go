@@ -72,9 +72,22 @@ const (
 	// testdata/ ends only after their grace period (30 s), as a kubelet
 	// ends a container that ignores SIGTERM.
 	ignoresSigtermImage = "registry.example.com/ignores-sigterm:1"
+	// chaosImage is what the matrix's pods run unless a scenario needs
+	// one of the images above.
+	chaosImage = "registry.example.com/shop:1"
 	// convergeTimeout bounds the wait after a fault; missing it fails.
 	convergeTimeout = 3 * time.Minute
 )
+
+// chaosTemplate is the matrix's pod template, in YAML's flow style: a
+// web server's, with a port, probes, a preStop hook and a volume, of the
+// kind a chart ships; the matrix runs on templates, as users' PodSets do.
+func chaosTemplate(image string) string {
+	return `{metadata: {labels: {app.kubernetes.io/name: shop}}, spec: {containers: [{name: web, image: ` + image + `, ` +
+		`ports: [{name: http, containerPort: 8080}], readinessProbe: {httpGet: {path: /ready, port: http}}, ` +
+		`livenessProbe: {tcpSocket: {port: http}}, lifecycle: {preStop: {exec: {command: [sleep, "1"]}}}, ` +
+		`volumeMounts: [{name: cache, mountPath: /var/cache/shop}]}], volumes: [{name: cache, emptyDir: {}}]}}`
+}
 
 // replicas are the operator's two replicas.
 var replicas []*operatorProcess
@@ -535,19 +548,19 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	if scenario != "scale" {
 		start, res.bound = chaosReplicas, chaosReplicas+chaosSurge
 	}
-	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d}\n", name, start)
+	image, extra := chaosImage, ""
 	switch scenario {
 	case "rollback":
 		// minReadySeconds keeps the rollback under way for at least that
 		// long after its pods are Ready, so that the fault finds it so.
-		manifest = fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\n"+
-			"spec: {replicas: %d, minReadySeconds: 10, updateStrategy: {rollingUpdate: {autoRollback: {}}}}\n", name, start)
+		extra = "minReadySeconds: 10, updateStrategy: {rollingUpdate: {autoRollback: {}}}, "
 		res.minReady = chaosReplicas - chaosUnavailable
 	case "scale-down":
-		manifest = fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\n"+
-			"spec: {replicas: %d, image: %s}\n", name, start, ignoresSigtermImage)
+		image = ignoresSigtermImage
 		res.bound, res.minReady = chaosReplicas, chaosScaledDown
 	}
+	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d, %stemplate: %s}\n",
+		name, start, extra, chaosTemplate(image))
 	_, _, err := kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
 	expectConverged(t, ns, name, start)
@@ -570,7 +583,8 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	case "rollout":
 		mustKubectl(t, "podset", "rollout", "restart", name, "-n", ns)
 	case "rollback":
-		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, crashingImage))
+		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=json", "-p",
+			fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, crashingImage))
 	case "scale-down":
 		mustKubectl(t, "patch", "podset", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, chaosScaledDown))
 	}
