@@ -511,18 +511,23 @@ bench: cluster-tools build ## Run the full benchmark (about 25 min on 2 cores wi
 # pod slots); then the straight lines through them, and the guard: the run
 # fails when the peak RSS grows by more than GROWTH_MAX_PEAK_KIB_PER_POD per
 # owned pod. docs/benchmarks.md ("Growth") shows the table and the lines.
+# GROWTH_TEMPLATE=realistic gives the PodSets a chart-sized template (two
+# containers, probes, volumes, env from a ConfigMap) instead of the short
+# form, and writes to docs/growth-realistic/.
 GROWTH_OWNERS ?= 1000 2500 5000
 GROWTH_MAX_PEAK_KIB_PER_POD ?= 3.5
+GROWTH_TEMPLATE ?=
+GROWTH_DIR = docs/growth$(if $(GROWTH_TEMPLATE),-$(GROWTH_TEMPLATE))
 
 .PHONY: bench-growth
 bench-growth: cluster-tools build ## Run the growth runs (10k, 25k and 50k pods in PodSets of 10; about 25 min on 2 cores); writes docs/growth/<N>x10/benchmarks.json, prints the fitted lines, fails above GROWTH_MAX_PEAK_KIB_PER_POD.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
 	set -e; for n in $(GROWTH_OWNERS); do \
-	  mkdir -p docs/growth/$${n}x10; \
+	  mkdir -p $(GROWTH_DIR)/$${n}x10; \
 	  $(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -shapes "" -sequential-shapes "" -rollout-shapes "" -warm-up "" \
-	    -rss -rss-restart -rss-shape $${n}x10 -rss-foreign 0 -nodes 10 -out docs/growth/$${n}x10 $(BENCH_FLAGS); \
+	    -rss -rss-restart -rss-shape $${n}x10 -rss-foreign 0 -rss-template "$(GROWTH_TEMPLATE)" -nodes 10 -out $(GROWTH_DIR)/$${n}x10 $(BENCH_FLAGS); \
 	done
-	$(LOCALBIN)/bench -growth-fit "$(foreach n,$(GROWTH_OWNERS),docs/growth/$(n)x10)" -growth-max-peak-kib-per-pod $(GROWTH_MAX_PEAK_KIB_PER_POD)
+	$(LOCALBIN)/bench -growth-fit "$(foreach n,$(GROWTH_OWNERS),$(GROWTH_DIR)/$(n)x10)" -growth-max-peak-kib-per-pod $(GROWTH_MAX_PEAK_KIB_PER_POD)
 
 .PHONY: bench-inplace
 INPLACE_PODS ?= 30

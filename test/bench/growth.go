@@ -49,9 +49,9 @@ func fitGrowth(points []growthPoint) growthFits {
 }
 
 // readGrowth reads the memory scenario of each growth run's
-// benchmarks.json, smallest first. A run that failed, had foreign pods or
-// saw the same number of pods as another is an error: the fit would mean
-// nothing.
+// benchmarks.json, smallest first. A run that failed, had foreign pods, had
+// another template than the others or saw the same number of pods as
+// another is an error: the fit would mean nothing.
 func readGrowth(dirs []string) ([]growthPoint, error) {
 	var points []growthPoint
 	for _, dir := range dirs {
@@ -72,6 +72,9 @@ func readGrowth(dirs []string) ([]growthPoint, error) {
 		case r.RSS.ForeignPods != 0:
 			return nil, fmt.Errorf("%s: %d foreign pods; the growth runs have none", path, r.RSS.ForeignPods)
 		}
+		if len(points) > 0 && points[0].rss.Template != r.RSS.Template {
+			return nil, fmt.Errorf("%s: PodSet template %q, but %s had %q", path, r.RSS.Template, points[0].dir, points[0].rss.Template)
+		}
 		points = append(points, growthPoint{dir: dir, rss: *r.RSS})
 	}
 	slices.SortFunc(points, func(a, b growthPoint) int { return a.rss.OwnedPods - b.rss.OwnedPods })
@@ -89,6 +92,9 @@ func readGrowth(dirs []string) ([]growthPoint, error) {
 // printGrowth writes the growth table and its fitted lines, as
 // docs/benchmarks.md shows them.
 func printGrowth(w io.Writer, points []growthPoint, f growthFits) {
+	if t := points[0].rss.Template; t != "" {
+		fmt.Fprintf(w, "PodSet template: %s\n\n", t)
+	}
 	fmt.Fprintln(w, "| pods (PodSets of 10) | peak RSS (MiB) | RSS at the end (MiB) | live heap at the end (MiB) | operator CPU (s) | settled after (s) |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
 	for _, p := range points {

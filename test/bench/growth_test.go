@@ -70,10 +70,12 @@ func TestGrowthReportRefusesRunsItCannotFit(t *testing.T) {
 	ok := growthRun(t, 10000, 3)
 	failed := writeGrowthRun(t, "failed", rssResult{OwnedPods: 25000, Error: "timed out"})
 	foreign := writeGrowthRun(t, "foreign", rssResult{OwnedPods: 25000, ForeignPods: 10000})
+	templated := writeGrowthRun(t, "templated", rssResult{OwnedPods: 25000, Template: "realistic"})
 	var out strings.Builder
 
 	g.Expect(growthReport(&out, []string{ok, failed}, 0)).To(MatchError(ContainSubstring("the memory scenario failed: timed out")))
 	g.Expect(growthReport(&out, []string{ok, foreign}, 0)).To(MatchError(ContainSubstring("10000 foreign pods")))
+	g.Expect(growthReport(&out, []string{ok, templated}, 0)).To(MatchError(ContainSubstring(`PodSet template "realistic", but`)))
 	g.Expect(growthReport(&out, []string{ok, growthRun(t, 10000, 3)}, 0)).To(MatchError(ContainSubstring("both owned 10000 pods")))
 	g.Expect(growthReport(&out, []string{ok}, 0)).To(MatchError(ContainSubstring("at least two")))
 	g.Expect(growthReport(&out, []string{filepath.Join(t.TempDir(), "none")}, 0)).To(MatchError(os.ErrNotExist))

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -95,9 +96,13 @@ type options struct {
 	rssShape                       shape
 	// warmUp, when set, is the shape of one unmeasured phase of each kind
 	// before the first run (warmUpPhases).
-	warmUp                     *shape
-	rssForeign                 int
-	rssRestart                 bool
+	warmUp     *shape
+	rssForeign int
+	rssRestart bool
+	// rssTemplate, when set, is the memory scenario's PodSets' template
+	// (-rss-template); they take the short form without it.
+	rssTemplate                *corev1.PodTemplateSpec
+	rssTemplateName            string
 	phaseTimeout, stallTimeout time.Duration
 	operatorArgs               []string
 	// inPlacePods, when set, runs only the in-place phase (inplace.go)
@@ -126,6 +131,7 @@ func parseFlags() (options, error) {
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
 	warmUp := flag.String("warm-up", "100x10", "OWNERSxREPLICAS shape of one unmeasured phase of each kind before the first run, so that no measured phase meets a cold API server; empty skips it")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
+	rssTemplate := flag.String("rss-template", "", "the memory scenario's PodSets: empty for the short form with the default operand; realistic for a chart-sized template of two containers with probes, volumes and env from a ConfigMap")
 	flag.BoolVar(&o.rssRestart, "rss-restart", false, "end the memory scenario with two takeovers, a restart (the settled operator stopped, a new one started) and a failover (a standby started, the leader SIGKILLed), each after a pod of each of the first 10 PodSets was deleted: the new leader's time to act and to catch up, and its peak RSS")
 	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "the operator binary")
@@ -182,6 +188,13 @@ func parseFlags() (options, error) {
 		} else {
 			o.rssShape = s[0]
 		}
+	}
+	switch *rssTemplate {
+	case "":
+	case "realistic":
+		o.rssTemplate, o.rssTemplateName = realisticTemplate(), *rssTemplate
+	default:
+		return o, fmt.Errorf("bad -rss-template %q: empty or realistic", *rssTemplate)
 	}
 	if *warmUp != "" {
 		if s, err := parseShapes(*warmUp, false); err != nil || len(s) != 1 {

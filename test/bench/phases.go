@@ -183,7 +183,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	)
 	isPodSet := res.Kind == "podset"
 	if isPodSet {
-		driver, cpuPID = podSetDriver{b.dc}, b.op.pid()
+		driver, cpuPID = podSetDriver{dc: b.dc}, b.op.pid()
 		ow, err = watchOwners(wctx, b.dc, podSetGVR, ns)
 	} else {
 		driver, cpuPID = replicaSetDriver{b.cs}, b.kcmPID
@@ -430,7 +430,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 // A fresh operator process, so VmHWM is the peak of exactly this scenario.
 func (b *bench) rssScenario(ctx context.Context) rssResult {
 	o := b.opts
-	res := rssResult{OwnedPods: o.rssShape.pods(), ForeignPods: o.rssForeign, Shape: o.rssShape.String()}
+	res := rssResult{OwnedPods: o.rssShape.pods(), ForeignPods: o.rssForeign, Shape: o.rssShape.String(), Template: o.rssTemplateName}
 	if o.rssRestart {
 		// As the manager Deployment runs it, so that a standby can take
 		// over (restartAtScale).
@@ -475,7 +475,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 		}
 		start := time.Now()
 		ow.expect(start, o.rssShape.owners, int64(o.rssShape.replicas))
-		if err := (podSetDriver{b.dc}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas, clientParallelism); err != nil {
+		if err := (podSetDriver{dc: b.dc, template: o.rssTemplate}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas, clientParallelism); err != nil {
 			return err
 		}
 		if o.profileDir != "" {

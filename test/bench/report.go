@@ -117,9 +117,12 @@ type phaseResult struct {
 
 // rssResult is the memory scenario's outcome.
 type rssResult struct {
-	OwnedPods   int     `json:"ownedPods"`
-	ForeignPods int     `json:"foreignPods"`
-	Shape       string  `json:"podSetShape"`
+	OwnedPods   int    `json:"ownedPods"`
+	ForeignPods int    `json:"foreignPods"`
+	Shape       string `json:"podSetShape"`
+	// Template is the PodSets' template (-rss-template); empty for the
+	// short form.
+	Template    string  `json:"podSetTemplate,omitempty"`
 	PeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
 	FinalRSSMiB float64 `json:"operatorRSSAtEndMiB"`
 	// LiveHeapMiB is the operator's Go heap that its last garbage

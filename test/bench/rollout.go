@@ -366,7 +366,7 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 		gvr    schema.GroupVersionResource
 	)
 	if res.Kind == "podset" {
-		driver, gvr = podSetRollout{podSetDriver{b.dc}}, podSetGVR
+		driver, gvr = podSetRollout{podSetDriver{dc: b.dc}}, podSetGVR
 	} else {
 		driver, gvr = deploymentRollout{b.cs}, deploymentGVR
 	}

@@ -8,9 +8,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -108,21 +111,120 @@ type ownerDriver interface {
 	scale(ctx context.Context, ns string, owners, replicas, width int) error
 }
 
-type podSetDriver struct{ dc dynamic.Interface }
+// podSetDriver writes PodSets. With no template they take the short form
+// with no image: the operator's default operand, the same as the
+// ReplicaSets' template.
+type podSetDriver struct {
+	dc       dynamic.Interface
+	template *corev1.PodTemplateSpec
+}
 
 func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
+	spec := map[string]any{"replicas": int64(replicas)}
+	if d.template != nil {
+		t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d.template)
+		if err != nil {
+			return err
+		}
+		spec["template"] = t
+	}
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		ps := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "app.example.com/v1alpha1",
 			"kind":       "PodSet",
 			"metadata":   map[string]any{"name": ownerName(i), "namespace": ns},
-			// No image: the operator's default operand, the same as the
-			// ReplicaSets' template.
-			"spec": map[string]any{"replicas": int64(replicas)},
+			"spec":       runtime.DeepCopyJSONValue(spec),
 		}}
 		_, err := d.dc.Resource(podSetGVR).Namespace(ns).Create(ctx, ps, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// realisticTemplate is a pod template of the size a chart's web service
+// ships: an application and a log-shipping sidecar, both with probes,
+// ports, resources and mounts; env from a ConfigMap and the downward API;
+// a ConfigMap, an emptyDir and a projected volume; a preStop hook; the
+// chart's labels and a config checksum. It says nothing of security: the
+// operator fills what the restricted profile needs. The memory scenario
+// with -rss-template realistic measures what such templates cost the
+// operator beside their pods.
+func realisticTemplate() *corev1.PodTemplateSpec {
+	probe := func(path, port string) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port)}},
+			PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 2,
+		}
+	}
+	resources := func(cpu, mem string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)},
+		}
+	}
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{
+				"app.kubernetes.io/name": "shop", "app.kubernetes.io/component": "web",
+				"app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.4.2",
+			},
+			Annotations: map[string]string{
+				"checksum/config":      "5f2b9c1e0d8a7b6c5f4e3d2c1b0a99887766554433221100ffeeddccbbaa9988",
+				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+			},
+		},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers: []corev1.Container{{
+				Name:  "web",
+				Image: "registry.example.com/shop/web:1.4.2",
+				Args:  []string{"--config=/etc/shop/config.yaml", "--listen=:8080", "--metrics=:9090"},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "shop-env"}, Optional: ptr.To(true),
+				}}},
+				Env: []corev1.EnvVar{
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+					{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
+				},
+				ReadinessProbe: probe("/ready", "http"),
+				LivenessProbe:  probe("/healthz", "http"),
+				StartupProbe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}, FailureThreshold: 30},
+				Lifecycle:      &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}},
+				Resources:      resources("250m", "256Mi"),
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/shop", ReadOnly: true},
+					{Name: "cache", MountPath: "/var/cache/shop"},
+					{Name: "podinfo", MountPath: "/etc/podinfo", ReadOnly: true},
+				},
+			}, {
+				Name:           "log-shipper",
+				Image:          "registry.example.com/shop/log-shipper:0.9.1",
+				Args:           []string{"--input=/var/cache/shop/logs", "--output=http://logs.observability:9880"},
+				Ports:          []corev1.ContainerPort{{Name: "shipper", ContainerPort: 2020}},
+				ReadinessProbe: probe("/api/v1/health", "shipper"),
+				LivenessProbe:  probe("/api/v1/health", "shipper"),
+				Resources:      resources("50m", "64Mi"),
+				VolumeMounts:   []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/shop", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "shop-config"}, Optional: ptr.To(true),
+				}}},
+				{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Gi"))}}},
+				{Name: "podinfo", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+						{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}},
+					}}},
+				}}}},
+			},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "shop"}},
+			}},
+		},
+	}
 }
 
 func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas, width int) error {
