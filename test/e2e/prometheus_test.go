@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -104,13 +103,12 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	prom := startPrometheus(t, promBin, port, allowed)
 	ctx := t.Context()
 
-	// A PodSet of 3 in a namespace whose quota allows one pod.
+	// The sample, a PodSet of 3 from a pod template, in a namespace whose
+	// quota allows one pod.
 	ns := newNamespace(t, "metrics-quota", nil)
 	setQuota(t, ns, "pods", 1)
-	manifest := "apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: web}\nspec: {replicas: 3}\n"
-	_, _, err = kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
-	Expect(err).NotTo(HaveOccurred())
-	sel := fmt.Sprintf(`namespace=%q, podset="web"`, ns)
+	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
+	sel := fmt.Sprintf(`namespace=%q, podset=%q`, ns, sample)
 
 	Eventually(func() (float64, error) { return prom.Value(ctx, fmt.Sprintf(`up{job=%q}`, metricsJob)) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0), "Prometheus scrapes the operator")
@@ -140,7 +138,7 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	step("quota lifted: 3 available, ReplicaFailure false, the alert resolved")
 
 	// A PodSet's series go with it.
-	mustKubectl(t, "delete", "podset", "web", "-n", ns)
+	mustKubectl(t, "delete", "podset", sample, "-n", ns)
 	Eventually(func() (float64, error) { return prom.Value(ctx, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(0.0))
 }
