@@ -6,10 +6,12 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
@@ -226,7 +229,32 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
 			EnableWarmup:            ptr.To(true),
+			RateLimiter:             retryRateLimiter(),
 		}).
 		Named("podset").
 		Complete(r)
+}
+
+// maxRetryDelay caps the backoff of a PodSet whose reconcile failed.
+// controller-runtime's default doubles the delay from 5 ms up to 1000 s,
+// but some refusals end on a clock the operator cannot watch: for a while
+// after the CRD is installed, the API server's
+// OwnerReferencesPermissionEnforcement admission (on in OpenShift) refuses
+// every pod a PodSet owns ("cannot find RESTMapping") until its discovery
+// is refreshed, and a webhook that was down comes back. After a minute of
+// such refusals the doubling would wait minutes more before trying again.
+// The cap bounds that to 30 s, for one refused create per PodSet each
+// 30 s. A quota that makes room wakes its PodSets at once
+// (quota_wakeups.go).
+const maxRetryDelay = 30 * time.Second
+
+// retryRateLimiter is controller-runtime's default rate limiter with the
+// per-PodSet backoff capped at maxRetryDelay: the delay doubles from 5 ms,
+// and all PodSets together retry at most 10 times a second, in bursts of
+// 100.
+func retryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
@@ -244,4 +246,22 @@ func TestReconcileInATerminatingNamespaceStopsAtTheFirstRefusedCreate(t *testing
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(creates.Load()).To(BeEquivalentTo(1), "creates sent again in a namespace known to be terminating")
+}
+
+// A PodSet whose reconciles keep failing is retried with a delay that
+// doubles from 5 ms, as controller-runtime's default does, but never waits
+// more than maxRetryDelay.
+func TestRetryDelayDoublesUpToItsCap(t *testing.T) {
+	g := NewWithT(t)
+	rl := retryRateLimiter()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}}
+	var delays []time.Duration
+	for range 20 {
+		delays = append(delays, rl.When(req))
+	}
+	g.Expect(delays[:4]).To(Equal([]time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}))
+	g.Expect(delays[12]).To(Equal(20480 * time.Millisecond))
+	g.Expect(delays[13:]).To(HaveEach(maxRetryDelay))
+	rl.Forget(req)
+	g.Expect(rl.When(req)).To(Equal(5*time.Millisecond), "a success starts over")
 }

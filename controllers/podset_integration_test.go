@@ -281,7 +281,7 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		field  string
 	}{
 		{"negative replicas", func(p *appv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
-		{"too many replicas", func(p *appv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](1001) }, "spec.replicas"},
+		{"too many replicas", func(p *appv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](5001) }, "spec.replicas"},
 		{"negative minReadySeconds", func(p *appv1alpha1.PodSet) { p.Spec.MinReadySeconds = -5 }, "spec.minReadySeconds"},
 		{"image with a space", func(p *appv1alpha1.PodSet) { p.Spec.Image = "busybox latest" }, "spec.image"},
 		{"duplicate env names", func(p *appv1alpha1.PodSet) {

@@ -18,9 +18,9 @@ import (
 )
 
 // A PodSet whose pod creates a ResourceQuota refuses is retried on the
-// controller's exponential backoff, which doubles from 5 ms to 1000 s: after
-// a minute of refusals the next attempt is half a minute away, after an hour
-// a quarter of an hour. Raising or deleting the quota changes nothing the
+// controller's exponential backoff, which doubles from 5 ms to 30 s
+// (maxRetryDelay): after a minute of refusals the next attempt is half a
+// minute away. Raising or deleting the quota changes nothing the
 // PodSet watches (its own spec, its pods), so without help it would wait out
 // that backoff after the admin had made room. The ReplicaSet controller does
 // wait it out. A PodSet is woken instead by the quota events that make room

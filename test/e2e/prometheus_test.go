@@ -122,7 +122,14 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
 	Eventually(func() ([]string, error) { return prom.firing(ctx, ns) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(ContainElement("PodSetReplicaFailure"))
-	Expect(prom.Value(ctx, `podset_status_replicas{`+sel+`}`)).To(Equal(1.0))
+	// One pod, as the quota allows: it may come a while after the first
+	// refusal. For up to a minute after a CRD is installed, the API server's
+	// OwnerReferencesPermissionEnforcement refuses every pod a PodSet owns
+	// ("cannot find RESTMapping") until its discovery learns the new kind;
+	// the operator retries within 30 s (maxRetryDelay), and ReplicaFailure
+	// keeps the first refusal's message while refusals go on.
+	Eventually(func() (float64, error) { return prom.Value(ctx, `podset_status_replicas{`+sel+`}`) }).
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
 	Expect(prom.Value(ctx, `sum(podset_operator_pod_creates_total{result="failed"})`)).To(BeNumerically(">", 0))
 	step("quota refusing pods: ReplicaFailure true in Prometheus, PodSetReplicaFailure firing")
 
