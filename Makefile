@@ -324,7 +324,7 @@ olm-tools: $(OPERATOR_SDK) $(OPM) $(SCORECARD_TEST) $(OLM_BIN)/olm $(OLM_BIN)/ca
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.Dockerfile from config/ and validate them.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	sed -i 's|^\( *value: \).* # operand-image$$|\1$(OPERAND_IMG) # operand-image|' config/manager/manager.yaml
+	sed -i 's,^\( *\(value\|image\): \).* # operand-image$$,\1$(OPERAND_IMG) # operand-image,' config/manager/manager.yaml config/samples/app_v1alpha1_podset.yaml
 	@# --overwrite rewrites files but never removes one, so start from nothing:
 	@# a manifest dropped from config/ must disappear from the bundle too.
 	rm -rf bundle
