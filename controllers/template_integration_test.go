@@ -309,3 +309,79 @@ func TestIntegrationAPodTheAPIServerRefusesIsReportedNotRetriedInALoop(t *testin
 		g.Expect(conditionStatus(getPodSet(g, ps).Status, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionFalse))
 	}, eventually, poll).Should(Succeed())
 }
+
+// A template's rollout honours partition and pause as the short form's
+// does, and a template PodSet deleted without its pods and created again
+// adopts them with their revision.
+func TestIntegrationATemplatesRolloutPartitionPauseAndReadoption(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 4
+	withImage := func(image string, partition int32, paused bool) func(*appv1alpha1.PodSet) {
+		return func(ps *appv1alpha1.PodSet) {
+			ps.Spec.Template = chartTemplate()
+			ps.Spec.Template.Spec.Containers[0].Image = image
+			ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Partition: ptr.To(partition), Paused: paused,
+			}
+		}
+	}
+	update := func(change func(*appv1alpha1.PodSet)) {
+		g.Eventually(func() error {
+			p := getPodSet(g, &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}})
+			change(p)
+			return k8sClient.Update(ctx, p)
+		}, eventually, poll).Should(Succeed())
+	}
+	ps := createPodSet(t, ns, "shop", replicas, withImage("registry.example.com/shop:1.4", 0, false))
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, replicas)
+	first := getPodSet(g, ps).Status.UpdateRevision
+
+	// Partition 2: two pods stay on the old template.
+	update(withImage("registry.example.com/shop:1.5", 2, false))
+	var second string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		second = st.UpdateRevision
+		g.Expect(second).NotTo(Equal(first))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(replicas - 2))
+		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(replicas))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		images := map[string]int{}
+		for _, pod := range listLivePods(g, ps) {
+			images[pod.Spec.Containers[0].Image]++
+		}
+		g.Expect(images).To(Equal(map[string]int{"registry.example.com/shop:1.4": 2, "registry.example.com/shop:1.5": 2}))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	// Paused, with the partition lifted and a new template: no pod moves.
+	update(withImage("registry.example.com/shop:1.6", 0, true))
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.ObservedGeneration).To(Equal(getPodSet(g, ps).Generation))
+		g.Expect(st.UpdateRevision).NotTo(Or(Equal(first), Equal(second)))
+	}, eventually, poll).Should(Succeed())
+	before := podUIDs(listLivePods(g, ps))
+	g.Consistently(func(g Gomega) {
+		g.Expect(podUIDs(listLivePods(g, ps))).To(ConsistOf(before))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	// Resumed: all four roll to the new template.
+	update(withImage("registry.example.com/shop:1.6", 0, false))
+	waitForRolledOut(g, ps, replicas)
+	third := getPodSet(g, ps).Status.UpdateRevision
+
+	// Deleted without its pods and created again: the same pods, adopted.
+	rolled := podUIDs(listLivePods(g, ps))
+	deleteOrphaningDependents(g, ps)
+	again := createPodSet(t, ns, "shop", replicas, withImage("registry.example.com/shop:1.6", 0, false))
+	waitForRolledOut(g, again, replicas)
+	g.Expect(getPodSet(g, again).Status.UpdateRevision).To(Equal(third))
+	g.Expect(podUIDs(listLivePods(g, again))).To(ConsistOf(rolled))
+}
