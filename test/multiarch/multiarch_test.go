@@ -387,15 +387,7 @@ func installCRD(t *testing.T, ctx context.Context) {
 	if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	must(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd))
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	}))
+	must(t, cluster.WaitForCRDEstablished(ctx, crd.Name, time.Minute))
 }
 
 // expectExact waits until the PodSet has n live pods, all Running and

@@ -207,19 +207,9 @@ func installOLMCRDs(ctx context.Context) error {
 	return nil
 }
 
+// waitEstablished waits until the named CRD is served.
 func waitEstablished(ctx context.Context, name string) error {
-	return poll(ctx, time.Minute, func() (bool, string, error) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, "", err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, "", nil
-			}
-		}
-		return false, "CRD " + name + " not Established", nil
-	})
+	return cluster.WaitForCRDEstablished(ctx, name, time.Minute)
 }
 
 func createNamespace(ctx context.Context, name string) error {
