@@ -64,7 +64,9 @@ type PodSetSpec struct {
 	// takes it: any pod spec a Deployment takes, and the pods' own labels
 	// and annotations. The fields image, command, args, env, resources,
 	// podAnnotations and resizePolicy are the short form of a one-container
-	// template; a PodSet sets one form or the other.
+	// template; a PodSet sets one form or the other. The template's fields
+	// are described in the Kubernetes API reference, not here:
+	// https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-template-v1/#PodTemplateSpec
 	//
 	// Every pod meets the Pod Security Standard "restricted" (latest
 	// version): where the template leaves them unset, the operator sets

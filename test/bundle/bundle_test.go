@@ -576,3 +576,24 @@ func TestPlatforms(t *testing.T) {
 		t.Errorf("the manager's node affinity allows %v; PLATFORMS builds %v", affinity, built)
 	}
 }
+
+// TestCRDFitsAClientSideApply holds the CRD to what `kubectl apply` without
+// --server-side (and any tool that applies the same way) can write: it
+// stores the whole object, as JSON, in the last-applied-configuration
+// annotation, and the API server allows a total of 256 KiB of annotations.
+// make manifests keeps the CRD under it by dropping the pod template's
+// field descriptions (hack/crd-trim).
+func TestCRDFitsAClientSideApply(t *testing.T) {
+	const annotationsLimit = 256 << 10
+	var crd map[string]any
+	readYAML(t, crdFile, &crd)
+	b, err := json.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room for the annotation's key and the other annotations.
+	if len(b) > annotationsLimit*3/4 {
+		t.Errorf("the CRD is %d bytes of JSON; kubectl apply's last-applied annotation, with the others, may hold at most %d", len(b), annotationsLimit)
+	}
+	t.Logf("the CRD is %d bytes of JSON (%d%% of the annotations limit)", len(b), len(b)*100/annotationsLimit)
+}
