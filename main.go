@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -33,6 +34,7 @@ import (
 	"github.com/example/podset-operator/internal/admission"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
+	"github.com/example/podset-operator/internal/resizerules"
 )
 
 // Environment variables the manager reads.
@@ -193,6 +195,17 @@ func main() {
 	}
 
 	ctx := ctrl.SetupSignalHandler()
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		setupLog.Error(err, "unable to create the discovery client")
+		os.Exit(1)
+	}
+	resizeRules, err := resizerules.Discover(ctx, disc, setupLog)
+	if err != nil {
+		setupLog.Error(err, "stopped before the API server answered")
+		os.Exit(1)
+	}
+	setupLog.Info("in-place resize", "rules", resizeRules.String())
 	if err := (&controllers.PodSetReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -201,6 +214,7 @@ func main() {
 		Pods:                    pods,
 		WatchGaps:               watchGaps,
 		DefaultImage:            operandImage,
+		ResizeRules:             resizeRules,
 		BurstReplicas:           burstReplicas,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		StatusWriteInterval:     statusWriteInterval,

@@ -120,6 +120,46 @@ func TestIntegrationInPlaceResizeKeepsPodsInService(t *testing.T) {
 	g.Expect(minReady).To(Equal(2), "a resize that restarts nothing takes no pod out of service")
 }
 
+// TestIntegrationInPlaceMemoryLimitDecreaseFollowsTheServer lowers a memory
+// limit whose resize policy is NotRequired. Kubernetes 1.33 and 1.34 refuse
+// that resize, so the pods are replaced there; later versions take it in
+// place; before 1.33 no resize is served and every pod is replaced. The
+// suite's API server decides which, as it decides for the manager.
+func TestIntegrationInPlaceMemoryLimitDecreaseFollowsTheServer(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "memory-down", 2, func(ps *appv1alpha1.PodSet) {
+		inPlace(appv1alpha1.InPlaceIfPossiblePodUpdatePolicy)(ps)
+		ps.Spec.Resources = &appv1alpha1.Resources{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		}
+	})
+	startInPlaceKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 2)
+	uids := podUIDs(listLivePods(g, ps))
+
+	patchSpec(g, ps, `{"spec":{"resources":{"limits":{"memory":"64Mi"}}}}`)
+	waitForRolledOut(g, ps, 2)
+	pods := listLivePods(g, ps)
+	for _, pod := range pods {
+		g.Expect(pod.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("64Mi"))
+	}
+	if suiteResizeRules.NoResize || suiteResizeRules.NoMemoryLimitDecrease {
+		for _, pod := range pods {
+			g.Expect(uids).NotTo(ContainElement(pod.UID), "%s: the server refuses the resize; the pod is replaced", suiteResizeRules)
+		}
+		return
+	}
+	g.Expect(podUIDs(pods)).To(ConsistOf(uids), "the server takes the resize in place")
+	for _, pod := range pods {
+		g.Expect(inplace.ContainerStatus(slimpod.From(&pod)).RestartCount).To(BeZero())
+	}
+}
+
 func TestIntegrationInPlaceUpdateStopsOnABadImage(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)

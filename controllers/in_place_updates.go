@@ -61,7 +61,7 @@ func moveInPlace(rs *revisionState, pod *slimpod.Pod) (inPlaceMove, string) {
 	if !ok {
 		return inPlaceMove{}, "its revision is not stored"
 	}
-	c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage)
+	c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage, rs.resizeRules)
 	if !c.InPlace() {
 		return inPlaceMove{}, c.NotInPlace
 	}

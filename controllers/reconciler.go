@@ -10,6 +10,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
@@ -48,6 +49,9 @@ type PodSetReconciler struct {
 	WatchGaps *podcache.WatchGaps
 	// DefaultImage is the operand image of PodSets that name none.
 	DefaultImage string
+	// ResizeRules are what the API server allows of an in-place resize
+	// (inplace.ServerRulesOf); the zero value, the newest Kubernetes's.
+	ResizeRules inplace.ServerRules
 	// BurstReplicas caps the pods created or deleted per reconcile;
 	// DefaultBurstReplicas when 0.
 	BurstReplicas int
@@ -143,6 +147,9 @@ type revisionState struct {
 	collisionCount *int32
 	// defaultImage is the operand image of templates that name none.
 	defaultImage string
+	// resizeRules are the API server's: which template changes a pod can
+	// take in place depends on them.
+	resizeRules inplace.ServerRules
 	// templates memoizes the templates of all, by hash (template).
 	templates map[string]revision.Template
 }

@@ -38,7 +38,7 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 	ps, rs := s.podSet, &s.revisions
 	rs.collisionCount = ps.Status.CollisionCount
 	rs.updateTemplate = operand.TemplateOf(ps)
-	rs.defaultImage = r.DefaultImage
+	rs.defaultImage, rs.resizeRules = r.DefaultImage, r.ResizeRules
 
 	if ps.DeletionTimestamp != nil {
 		// Nothing is created for a PodSet on its way out.

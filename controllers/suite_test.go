@@ -29,8 +29,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/internal/resizerules"
 )
 
 // Shared by the integration tests; set up once in TestMain.
@@ -52,6 +54,9 @@ var (
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
+	// suiteResizeRules are the envtest API server's, as the manager reads
+	// them: the in-place tests expect what its version allows.
+	suiteResizeRules inplace.ServerRules
 )
 
 const testOperandImage = "registry.example.com/operand:1.0"
@@ -101,6 +106,15 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	clientset = kubernetes.NewForConfigOrDie(cfg)
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		suiteResizeRules, err = resizerules.Discover(ctx, clientset.Discovery(), logf.Log)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "reading the resize rules: %v\n", err)
+			return 1
+		}
+	}
 
 	pods := podcache.NewPodIndex()
 	suitePods = pods
@@ -128,6 +142,7 @@ func runSuite(m *testing.M) int {
 		Pods:                    pods,
 		WatchGaps:               gaps,
 		DefaultImage:            testOperandImage,
+		ResizeRules:             suiteResizeRules,
 		MaxConcurrentReconciles: 5,
 		StatusWriteInterval:     DefaultStatusWriteInterval,
 		PodEventBatchPeriod:     DefaultPodEventBatchPeriod,

@@ -85,11 +85,12 @@ func (c Change) None() bool {
 }
 
 // Classify says what moving a pod made from template from to template to
-// takes. defaultImage is the operator's operand image, which pods of a
-// template that names none run.
-func Classify(from, to revision.Template, defaultImage string) Change {
+// takes, on an API server that allows what server says of a resize.
+// defaultImage is the operator's operand image, which pods of a template
+// that names none run.
+func Classify(from, to revision.Template, defaultImage string, server ServerRules) Change {
 	if !from.IsShortForm() || !to.IsShortForm() {
-		return classifyTemplates(from, to, defaultImage)
+		return classifyTemplates(from, to, defaultImage, server)
 	}
 	var c Change
 	a, b := operand.Container(from, defaultImage), operand.Container(to, defaultImage)
@@ -123,6 +124,9 @@ func Classify(from, to revision.Template, defaultImage string) Change {
 		why := resourcesRefusal(a.Resources, b.Resources)
 		if qa, qb := QOSClass(a.Resources), QOSClass(b.Resources); why == "" && qa != qb {
 			why = "the QoS class would change from " + string(qa) + " to " + string(qb)
+		}
+		if why == "" {
+			why = server.resizeRefusal(a.Resources, b.Resources, b.ResizePolicy)
 		}
 		if why != "" {
 			c.NotInPlace = "spec.resources: " + why

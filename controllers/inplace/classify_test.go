@@ -20,7 +20,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range inplacetest.ClassifyCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := inplace.Classify(tc.From, tc.To, "default:1")
+			got := inplace.Classify(tc.From, tc.To, "default:1", inplace.ServerRules{})
 			g.Expect(got).To(Equal(tc.Want))
 			g.Expect(got.InPlace()).To(Equal(tc.Want.NotInPlace == ""))
 			g.Expect(got.Restarts()).To(Equal(tc.Want.Image || tc.Want.ResizeRestarts))
@@ -63,20 +63,20 @@ func TestATemplateChangeNamesTheFirstFieldThatDiffers(t *testing.T) {
 		}}}
 	}
 	from := revision.Template{Template: pts()}
-	g.Expect(inplace.Classify(from, revision.Template{Template: pts()}, "").None()).To(BeTrue())
+	g.Expect(inplace.Classify(from, revision.Template{Template: pts()}, "", inplace.ServerRules{}).None()).To(BeTrue())
 
 	to := revision.Template{Template: pts()}
 	to.Template.Spec.Containers[1].Ports[0].ContainerPort = 9101
-	c := inplace.Classify(from, to, "")
+	c := inplace.Classify(from, to, "", inplace.ServerRules{})
 	g.Expect(c.InPlace()).To(BeFalse())
 	g.Expect(c.NotInPlace).To(HavePrefix("spec.template.spec.containers[1].ports[0].containerPort: "))
 
 	to = revision.Template{Template: pts()}
 	to.Template.Annotations = map[string]string{appv1alpha1.AnnotationRestartedAt: "now"}
-	g.Expect(inplace.Classify(from, to, "").NotInPlace).To(HavePrefix("spec.template.metadata.annotations[kubectl.kubernetes.io/restartedAt]: "))
+	g.Expect(inplace.Classify(from, to, "", inplace.ServerRules{}).NotInPlace).To(HavePrefix("spec.template.metadata.annotations[kubectl.kubernetes.io/restartedAt]: "))
 
 	// From the short form to a template of its own.
-	g.Expect(inplace.Classify(revision.Template{Image: "web:1"}, from, "").NotInPlace).To(HavePrefix("spec.template.spec.automountServiceAccountToken: "))
+	g.Expect(inplace.Classify(revision.Template{Image: "web:1"}, from, "", inplace.ServerRules{}).NotInPlace).To(HavePrefix("spec.template.spec.automountServiceAccountToken: "))
 }
 
 // As CloneSet: any container's image, any container's cpu and memory, and
@@ -139,7 +139,7 @@ func TestTemplateChangesInPlace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := inplace.Classify(from, pts(tt.mutate), "")
+			got := inplace.Classify(from, pts(tt.mutate), "", inplace.ServerRules{})
 			g.Expect(got.NotInPlace).To(Equal(tt.want.NotInPlace))
 			g.Expect(got.Image).To(Equal(tt.want.Image))
 			g.Expect(got.Resources).To(Equal(tt.want.Resources))
@@ -189,6 +189,6 @@ func TestTemplateResizeKeepsThePodsQOSClass(t *testing.T) {
 			{Name: "a", Image: "a"}, {Name: "b", Image: "b", Resources: r},
 		}}}}
 	}
-	c := inplace.Classify(pts(corev1.ResourceRequirements{}), pts(corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}), "")
+	c := inplace.Classify(pts(corev1.ResourceRequirements{}), pts(corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}), "", inplace.ServerRules{})
 	g.Expect(c.NotInPlace).To(Equal("spec.template.spec.containers: the QoS class would change from BestEffort to Burstable"))
 }

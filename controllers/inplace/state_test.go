@@ -237,7 +237,7 @@ func TestTemplateUpdatePatch(t *testing.T) {
 	}
 	from := tmpl("web:1", map[string]string{"tier": "front", appv1alpha1.LabelName: "shop"}, map[string]string{"a": "1"})
 	to := tmpl("web:2", map[string]string{"tier": "back"}, map[string]string{"b": "2"})
-	c := inplace.Classify(from, to, "")
+	c := inplace.Classify(from, to, "", inplace.ServerRules{})
 	g.Expect(c.InPlace()).To(BeTrue())
 	pod := &slimpod.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "7", Labels: map[string]string{appv1alpha1.LabelPodSet: "shop-ps"}}}
 	st := inplace.State{Revision: "h2", Template: true}

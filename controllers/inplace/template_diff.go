@@ -24,7 +24,7 @@ import (
 // QoS class), and so do the pod's labels and annotations; any other change
 // needs new pods, and the change names the first field that differs, as
 // spec.template.spec.containers[1].ports.
-func classifyTemplates(from, to revision.Template, defaultImage string) Change {
+func classifyTemplates(from, to revision.Template, defaultImage string, server ServerRules) Change {
 	a, b := operand.PodTemplate(from, defaultImage), operand.PodTemplate(to, defaultImage)
 	a, b = *revision.NormalizePodTemplate(&a), *revision.NormalizePodTemplate(&b)
 	if a.Annotations[appv1alpha1.AnnotationRestartedAt] != b.Annotations[appv1alpha1.AnnotationRestartedAt] {
@@ -45,7 +45,11 @@ func classifyTemplates(from, to revision.Template, defaultImage string) Change {
 		}
 		ra, rb := DefaultedResources(ca.Resources), DefaultedResources(cb.Resources)
 		if !equality.Semantic.DeepEqual(ra, rb) {
-			if why := resourcesRefusal(ra, rb); why != "" {
+			why := resourcesRefusal(ra, rb)
+			if why == "" {
+				why = server.resizeRefusal(ra, rb, cb.ResizePolicy)
+			}
+			if why != "" {
 				return Change{NotInPlace: fmt.Sprintf("spec.template.spec.containers[%d].resources: %s", i, why)}
 			}
 			want := computeResources(rb)

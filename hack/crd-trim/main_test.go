@@ -29,8 +29,8 @@ spec:
                     description: a pod spec
                     properties:
                       description:
-                        description: a field that happens to be named description
                         type: string
+                        description: a field that happens to be named description
                       containers:
                         description: the containers
                         items:

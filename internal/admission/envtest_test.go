@@ -215,7 +215,7 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 				g.Expect(c.Create(ctx, ps)).To(Succeed())
 				from := revision.Template{Template: ps.Spec.Template.DeepCopy()}
 				tc.mutate(ps.Spec.Template)
-				want := inplace.Classify(from, revision.Template{Template: ps.Spec.Template}, "")
+				want := inplace.Classify(from, revision.Template{Template: ps.Spec.Template}, "", inplace.ServerRules{})
 				err := c.Update(ctx, ps)
 				if want.InPlace() {
 					g.Expect(err).NotTo(HaveOccurred())
