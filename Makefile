@@ -70,9 +70,17 @@ PROMETHEUS_OPERATOR_VERSION ?= v0.89.0
 PROMETHEUS_SERVER_VERSION ?= v3.9.1
 # OLM v1: operator-controller and catalogd, the same release of one module.
 OPERATOR_CONTROLLER_VERSION ?= v1.5.1
+# The older API servers of make test-k8s-versions: the oldest release the
+# CSV allows (minKubeVersion), and the first that serves pods/resize, whose
+# resize rules differ from today's. Each is built in the module graph of an
+# OLM release that pins the same Kubernetes libraries (OLM v0: v0.29.3,
+# operator-controller: v1.33.2), so a cold run compiles them once for both.
+K8S_OLDEST_VERSION ?= v1.29.3
+K8S_RESIZE_VERSION ?= v1.33.2
 # kwok and opm are built against the project's controller-runtime (hack/build-tool.sh).
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
+export K8S_OLDEST_VERSION K8S_RESIZE_VERSION
 export CONTROLLER_TOOLS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION
 # hack/build-tool.sh keeps every tool it builds in this cache outside the work
 # tree, keyed by the tool's pinned versions, the Go toolchain, the platform and
@@ -88,6 +96,10 @@ K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSI
 OLM_BIN ?= $(LOCALBIN)/olm-$(OLM_VERSION)-opm-$(OPM_VERSION)-sdk-$(OPERATOR_SDK_VERSION)
 # operator-controller, catalogd and their CRDs (olmv1-crds/).
 OLMV1_BIN ?= $(LOCALBIN)/olmv1-$(OPERATOR_CONTROLLER_VERSION)
+# envtest's folders (KUBEBUILDER_ASSETS) of the older API servers, each
+# with the etcd of K8S_BIN.
+ENVTEST_OLDEST ?= $(LOCALBIN)/envtest-k8s-$(K8S_OLDEST_VERSION)-olm-$(OLM_VERSION)
+ENVTEST_RESIZE ?= $(LOCALBIN)/envtest-k8s-$(K8S_RESIZE_VERSION)-olmv1-$(OPERATOR_CONTROLLER_VERSION)
 PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
 PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
@@ -220,6 +232,27 @@ test-alerts: $(PROMTOOL) ## Check the alerting rules (internal/monitoring/promet
 .PHONY: test
 test: manifests generate fmt vet envtest-assets $(MONITORING_CRDS) ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin.
 	KUBEBUILDER_ASSETS="$(K8S_BIN)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... . -coverprofile cover.out
+
+# The envtest suites again on the oldest API server the CSV allows, and the
+# in-place suite on the first with pods/resize: each suite reads what its
+# server serves and allows, as the manager does, and expects that.
+.PHONY: test-k8s-versions test-k8s-oldest test-k8s-resize
+test-k8s-versions: test-k8s-oldest test-k8s-resize ## Run the envtest suites on Kubernetes K8S_OLDEST_VERSION, and the in-place ones on K8S_RESIZE_VERSION.
+
+test-k8s-oldest: manifests generate $(ENVTEST_OLDEST)/kube-apiserver $(ENVTEST_OLDEST)/etcd $(MONITORING_CRDS) ## Run the envtest suites on Kubernetes K8S_OLDEST_VERSION, the CSV's minKubeVersion.
+	$(ENVTEST_OLDEST)/kube-apiserver --version
+	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test -count=1 ./controllers/ ./internal/... ./cmd/... .
+
+test-k8s-resize: manifests generate $(ENVTEST_RESIZE)/kube-apiserver $(ENVTEST_RESIZE)/etcd ## Run the in-place envtests on Kubernetes K8S_RESIZE_VERSION, the first with pods/resize.
+	$(ENVTEST_RESIZE)/kube-apiserver --version
+	KUBEBUILDER_ASSETS="$(ENVTEST_RESIZE)" $(GO) test -count=1 -run 'InPlace|Resize|Discover|Policy' ./controllers/ ./internal/admission/ ./internal/resizerules/
+
+$(ENVTEST_OLDEST)/kube-apiserver:
+	hack/build-tool.sh olm-kube-apiserver $(ENVTEST_OLDEST) kube-apiserver
+$(ENVTEST_RESIZE)/kube-apiserver:
+	hack/build-tool.sh olmv1-kube-apiserver $(ENVTEST_RESIZE) kube-apiserver
+$(ENVTEST_OLDEST)/etcd $(ENVTEST_RESIZE)/etcd: $(K8S_BIN)/etcd
+	mkdir -p $(@D) && ln -f $< $@
 
 # The race detector compiles every dependency a second time, instrumented:
 # about 6 minutes on a cold 2-core machine, which CI's time budget does not
@@ -581,8 +614,9 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static podman'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(CYCLONEDX_GOMOD) \
-	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(GRPC_HEALTH_PROBE) \
-	  $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd
+	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(ENVTEST_OLDEST)/kube-apiserver $(GRPC_HEALTH_PROBE) \
+	  $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd \
+	  $(ENVTEST_RESIZE)/kube-apiserver
 
 .PHONY: real-node-tools
 real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.

@@ -108,6 +108,18 @@ func TestIntegrationInPlaceResizeKeepsPodsInService(t *testing.T) {
 
 	bounds := watchBounds(ctx, t, ns, ps.Name)
 	patchSpec(g, ps, `{"spec":{"resources":{"requests":{"cpu":"200m","memory":"48Mi"}}}}`)
+	if suiteResizeRules.NoResize {
+		// Before Kubernetes 1.33 no resize is served: InPlaceOnly keeps
+		// the pods and says why.
+		g.Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appv1alpha1.ConditionProgressing)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("kept under InPlaceOnly"))
+			g.Expect(c.Message).To(ContainSubstring("pods/resize, which this API server does not serve"))
+		}, eventually, poll).Should(Succeed())
+		g.Expect(podUIDs(listLivePods(g, ps))).To(ConsistOf(uids))
+		return
+	}
 	waitForRolledOut(g, ps, 2)
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(uids).To(ContainElement(pod.UID))

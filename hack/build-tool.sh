@@ -35,6 +35,11 @@ script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 : "${OPERATOR_CONTROLLER_VERSION:=v1.5.1}" # OLM v1: operator-controller and catalogd
 : "${PROMETHEUS_OPERATOR_VERSION:=v0.89.0}"
 : "${PROMETHEUS_SERVER_VERSION:=v3.9.1}"    # the Prometheus it runs by default
+# envtest's kube-apiserver of older releases (make test-k8s-versions): the
+# oldest the CSV allows, built in OLM v0's module graph, and the first with
+# pods/resize, built in OLM v1's (olm_module and olmv1_wrapper below).
+: "${K8S_OLDEST_VERSION:=v1.29.3}"
+: "${K8S_RESIZE_VERSION:=v1.33.2}"
 # The tools `go install`ed as published (no wrapper module needed).
 : "${CONTROLLER_TOOLS_VERSION:=v0.23.0}"
 : "${KUSTOMIZE_VERSION:=v5.8.2}"
@@ -51,9 +56,9 @@ versions() {
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy|kwok|opm)
       echo "$K8S_VERSION $K8S_STAGING_VERSION $KWOK_VERSION $OPM_VERSION $CONTROLLER_RUNTIME_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
-    olm|catalog|cpb) echo "$OLM_VERSION" ;;
+    olm|catalog|cpb|olm-kube-apiserver) echo "$OLM_VERSION $K8S_OLDEST_VERSION" ;;
     operator-sdk|scorecard-test) echo "$OPERATOR_SDK_VERSION" ;;
-    operator-controller|catalogd) echo "$OPERATOR_CONTROLLER_VERSION" ;;
+    operator-controller|catalogd|olmv1-kube-apiserver) echo "$OPERATOR_CONTROLLER_VERSION $K8S_RESIZE_VERSION" ;;
     prometheus-operator|prometheus-config-reloader) echo "$PROMETHEUS_OPERATOR_VERSION" ;;
     prometheus) echo "$PROMETHEUS_SERVER_VERSION" ;;
     controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
@@ -146,10 +151,90 @@ module_src() {
   cp -r "$dir" src && chmod -R u+w src
 }
 
+# k8s_ldflags [VERSION]: what a Kubernetes release build stamps (its
+# /version), for K8S_VERSION or VERSION.
 k8s_ldflags() {
-  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local v=${1:-$K8S_VERSION}
+  local minor=${v#v1.}; minor=${minor%%.*}
   local p=k8s.io/component-base/version
-  echo "-s -w -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  echo "-s -w -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+}
+
+# staging_replaces VERSION [STAGING]: points the staging modules of
+# k8s.io/kubernetes VERSION (./staging in its go.mod) at the published
+# modules of the same release, STAGING (by default v0.X.Y of v1.X.Y).
+staging_replaces() {
+  local gomod m staging=${2:-v0.${1#v1.}}
+  gomod=$(go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+  for m in $(sed -n 's#^\s*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod"); do
+    go mod edit -replace="$m=$m@$staging"
+  done
+}
+
+# keep_module NAME SETUP: runs SETUP (a function that makes go.mod and
+# go.sum in the current directory) once per NAME, keeps its go.mod and
+# go.sum beside the tool directories, and copies them here: every tool of
+# one graph is built from the same module files.
+keep_module() {
+  local keep
+  keep="$(dirname "$out")/.module-$1"
+  mkdir -p "$keep"
+  (
+    flock 8
+    [[ -s "$keep/go.sum" ]] && exit 0
+    "$2"
+    # go.sum last: its presence means the module is complete.
+    cp go.mod "$keep/" && cp go.sum "$keep/.go.sum" && mv "$keep/.go.sum" "$keep/go.sum"
+  ) 8>"$keep.lock"
+  cp "$keep/go.mod" "$keep/go.sum" .
+}
+
+# OLM v0's module, with envtest's kube-apiserver of K8S_OLDEST_VERSION
+# added to its graph: OLM pins that release's libraries (v0.29), so a cold
+# build compiles them once for OLM's commands and for the API server. The
+# versions it adds leave every package of OLM's commands as it was.
+olm_graph() {
+  go mod edit -require="k8s.io/kubernetes@$K8S_OLDEST_VERSION"
+  staging_replaces "$K8S_OLDEST_VERSION"
+  go mod tidy >/dev/null
+}
+olm_module() {
+  module_src github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION"
+  cd src && rm -rf vendor
+  mkdir -p hack/podset-operator-tools
+  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >hack/podset-operator-tools/tools.go
+  keep_module "olm-$OLM_VERSION-k8s-$K8S_OLDEST_VERSION" olm_graph
+}
+
+# OLM v1's commands, with envtest's kube-apiserver of K8S_RESIZE_VERSION in
+# the same wrapper: operator-controller already requires that release's
+# k8s.io/kubernetes and pins its libraries. Its module carries replace
+# directives, which the wrapper copies; two more let the API server build:
+# k8s.io/externaljwt of a later patch of the same release (the proxy does
+# not serve the one it names), and the otelgrpc its etcd client was written
+# for (OLM v1 selects a newer one, which dropped the interceptor it uses).
+# No package of OLM v1's commands uses either.
+olmv1_pkgs=(github.com/operator-framework/operator-controller/cmd/operator-controller
+  github.com/operator-framework/operator-controller/cmd/catalogd k8s.io/kubernetes/cmd/kube-apiserver)
+olmv1_graph() {
+  local mod=github.com/operator-framework/operator-controller src
+  wrapper "$mod" "$OPERATOR_CONTROLLER_VERSION" "${olmv1_pkgs[@]}"
+  src=$(go mod download -json "$mod@$OPERATOR_CONTROLLER_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  grep '^replace ' "$src/go.mod" >>go.mod
+  go mod edit -replace="k8s.io/externaljwt=k8s.io/externaljwt@v0.33.13" \
+    -replace="go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc=go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc@v0.58.0"
+  go mod tidy >/dev/null
+}
+olmv1_wrapper() {
+  local p got
+  keep_module "olmv1-$OPERATOR_CONTROLLER_VERSION-k8s-$K8S_RESIZE_VERSION" olmv1_graph
+  { echo "//go:build tools"; echo "package tools"; echo "import ("
+    for p in "${olmv1_pkgs[@]}"; do echo "  _ \"$p\""; done; echo ")"; } >tools.go
+  got=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+  if [[ "$got" != "$K8S_RESIZE_VERSION" ]]; then
+    echo "operator-controller $OPERATOR_CONTROLLER_VERSION builds on k8s.io/kubernetes $got, not K8S_RESIZE_VERSION=$K8S_RESIZE_VERSION: make them agree" >&2
+    exit 1
+  fi
 }
 
 # The Kubernetes commands, kwok and opm come from one wrapper module: one
@@ -171,12 +256,7 @@ k8s_wrapper() {
       sigs.k8s.io/kwok/cmd/kwok github.com/operator-framework/operator-registry/cmd/opm
     go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -require="github.com/operator-framework/operator-registry@$OPM_VERSION" \
       -require="sigs.k8s.io/controller-runtime@$CONTROLLER_RUNTIME_VERSION"
-    # k8s.io/kubernetes points its staging modules at ./staging; point them
-    # at the published modules of the same release instead.
-    gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
-    for m in $(sed -n 's#^\s*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod"); do
-      go mod edit -replace="$m=$m@$K8S_STAGING_VERSION"
-    done
+    staging_replaces "$K8S_VERSION" "$K8S_STAGING_VERSION"
     go mod tidy >/dev/null
     # go.sum last: its presence means the wrapper is complete.
     cp go.mod tools.go "$keep/" && cp go.sum "$keep/.go.sum" && mv "$keep/.go.sum" "$keep/go.sum"
@@ -211,12 +291,14 @@ case "$tool" in
     k8s_wrapper
     go build -trimpath -tags=json1,containers_image_openpgp -ldflags "-s -w" -o "$bin" github.com/operator-framework/operator-registry/cmd/opm ;;
   olm|catalog|cpb)
-    module_src github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION"
-    cd src && rm -rf vendor
+    olm_module
     # cpb copies a bundle image's manifests in OLM's unpack Job.
     pkg=./cmd/$tool; [ "$tool" = cpb ] && pkg=./util/cpb
     go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin" "$pkg"
     mkdir -p "$stage/olm-crds" && cp deploy/chart/crds/*.yaml "$stage/olm-crds/" ;;
+  olm-kube-apiserver)
+    olm_module
+    go build -mod=mod -trimpath -ldflags "$(k8s_ldflags "$K8S_OLDEST_VERSION")" -o "$bin" k8s.io/kubernetes/cmd/kube-apiserver ;;
   operator-sdk|scorecard-test)
     module_src github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION"
     cd src && rm -rf vendor
@@ -229,20 +311,24 @@ case "$tool" in
     v=github.com/operator-framework/operator-sdk/internal/version
     go build -mod=mod -trimpath -o "$bin" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
       -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" "$pkg" ;;
-  operator-controller|catalogd)
-    # OLM v1. Its module pins its own Kubernetes libraries (v0.33) and
-    # carries replace directives: the wrapper copies them. No -trimpath:
-    # these libraries share nothing with the project's build cache anyway.
-    mod=github.com/operator-framework/operator-controller
-    wrapper "$mod" "$OPERATOR_CONTROLLER_VERSION" "$mod/cmd/$tool"
-    src=$(go mod download -json "$mod@$OPERATOR_CONTROLLER_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-    grep '^replace ' "$src/go.mod" >>go.mod
-    go build -tags containers_image_openpgp -ldflags "-s -w" -o "$bin" "$mod/cmd/$tool"
-    # The CRDs of the standard feature set, which the test installs.
-    mkdir -p "$stage/olmv1-crds"
-    cp "$src/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" \
-      "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$stage/olmv1-crds/"
-    chmod -R u+w "$stage/olmv1-crds" ;;
+  operator-controller|catalogd|olmv1-kube-apiserver)
+    # OLM v1 (and an API server of its graph, olmv1_wrapper). No -trimpath:
+    # these libraries share nothing with the project's build cache anyway,
+    # and the three share theirs when built with the same flags.
+    olmv1_wrapper
+    pkg=github.com/operator-framework/operator-controller/cmd/$tool ldflags="-s -w"
+    if [ "$tool" = olmv1-kube-apiserver ]; then
+      pkg=k8s.io/kubernetes/cmd/kube-apiserver ldflags=$(k8s_ldflags "$K8S_RESIZE_VERSION")
+    fi
+    go build -tags containers_image_openpgp -ldflags "$ldflags" -o "$bin" "$pkg"
+    if [ "$tool" != olmv1-kube-apiserver ]; then
+      # The CRDs of the standard feature set, which the test installs.
+      src=$(go list -m -f '{{.Dir}}' github.com/operator-framework/operator-controller)
+      mkdir -p "$stage/olmv1-crds"
+      cp "$src/config/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml" \
+        "$src/config/base/operator-controller/crd/standard/olm.operatorframework.io_clusterextensions.yaml" "$stage/olmv1-crds/"
+      chmod -R u+w "$stage/olmv1-crds"
+    fi ;;
   prometheus-operator|prometheus-config-reloader)
     # The Prometheus Operator, and the program its Prometheus pods run
     # beside Prometheus to turn the generated configuration into the file
