@@ -171,10 +171,10 @@ staging_replaces() {
   done
 }
 
-# keep_module NAME SETUP: runs SETUP (a function that makes go.mod and
-# go.sum in the current directory) once per NAME, keeps its go.mod and
-# go.sum beside the tool directories, and copies them here: every tool of
-# one graph is built from the same module files.
+# keep_module NAME SETUP: runs SETUP (a function that makes go.mod, go.sum
+# and, for a wrapper, tools.go in the current directory) once per NAME,
+# keeps those files beside the tool directories, and copies them here:
+# every tool of one graph is built from the same module files.
 keep_module() {
   local keep
   keep="$(dirname "$out")/.module-$1"
@@ -183,10 +183,13 @@ keep_module() {
     flock 8
     [[ -s "$keep/go.sum" ]] && exit 0
     "$2"
+    [[ -e tools.go ]] && cp tools.go "$keep/"
     # go.sum last: its presence means the module is complete.
     cp go.mod "$keep/" && cp go.sum "$keep/.go.sum" && mv "$keep/.go.sum" "$keep/go.sum"
   ) 8>"$keep.lock"
   cp "$keep/go.mod" "$keep/go.sum" .
+  [[ -e "$keep/tools.go" ]] && cp "$keep/tools.go" .
+  return 0
 }
 
 # OLM v0's module, with envtest's kube-apiserver of K8S_OLDEST_VERSION
@@ -226,10 +229,8 @@ olmv1_graph() {
   go mod tidy >/dev/null
 }
 olmv1_wrapper() {
-  local p got
+  local got
   keep_module "olmv1-$OPERATOR_CONTROLLER_VERSION-k8s-$K8S_RESIZE_VERSION" olmv1_graph
-  { echo "//go:build tools"; echo "package tools"; echo "import ("
-    for p in "${olmv1_pkgs[@]}"; do echo "  _ \"$p\""; done; echo ")"; } >tools.go
   got=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
   if [[ "$got" != "$K8S_RESIZE_VERSION" ]]; then
     echo "operator-controller $OPERATOR_CONTROLLER_VERSION builds on k8s.io/kubernetes $got, not K8S_RESIZE_VERSION=$K8S_RESIZE_VERSION: make them agree" >&2
@@ -245,23 +246,16 @@ olmv1_wrapper() {
 # build cache compiles the libraries once for all of them and for the
 # project, instead of three times. The wrapper (go.mod and go.sum) is made
 # once and kept beside the tool directories.
+k8s_graph() {
+  wrapper k8s.io/kubernetes "$K8S_VERSION" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kube-proxy} \
+    sigs.k8s.io/kwok/cmd/kwok github.com/operator-framework/operator-registry/cmd/opm
+  go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -require="github.com/operator-framework/operator-registry@$OPM_VERSION" \
+    -require="sigs.k8s.io/controller-runtime@$CONTROLLER_RUNTIME_VERSION"
+  staging_replaces "$K8S_VERSION" "$K8S_STAGING_VERSION"
+  go mod tidy >/dev/null
+}
 k8s_wrapper() {
-  local keep
-  keep="$(dirname "$out")/.wrapper-k8s-$K8S_VERSION-kwok-$KWOK_VERSION-opm-$OPM_VERSION-cr-$CONTROLLER_RUNTIME_VERSION"
-  mkdir -p "$keep"
-  (
-    flock 8
-    [[ -s "$keep/go.sum" ]] && exit 0
-    wrapper k8s.io/kubernetes "$K8S_VERSION" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kube-proxy} \
-      sigs.k8s.io/kwok/cmd/kwok github.com/operator-framework/operator-registry/cmd/opm
-    go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -require="github.com/operator-framework/operator-registry@$OPM_VERSION" \
-      -require="sigs.k8s.io/controller-runtime@$CONTROLLER_RUNTIME_VERSION"
-    staging_replaces "$K8S_VERSION" "$K8S_STAGING_VERSION"
-    go mod tidy >/dev/null
-    # go.sum last: its presence means the wrapper is complete.
-    cp go.mod tools.go "$keep/" && cp go.sum "$keep/.go.sum" && mv "$keep/.go.sum" "$keep/go.sum"
-  ) 8>"$keep.lock"
-  cp "$keep/go.mod" "$keep/go.sum" "$keep/tools.go" .
+  keep_module "k8s-$K8S_VERSION-kwok-$KWOK_VERSION-opm-$OPM_VERSION-cr-$CONTROLLER_RUNTIME_VERSION" k8s_graph
 }
 
 case "$tool" in
