@@ -16,7 +16,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -575,6 +577,44 @@ func testRealNodeGuard(t *testing.T) {
 	stdout, _, err = kubectl(t.Context(), "exec", "-n", ps.Namespace, pods[0].Name, "--",
 		"nslookup", "-type=a", "quay.io")
 	Expect(err).To(HaveOccurred(), "quay.io resolved from a pod: %s", stdout)
+
+	// The host's own traffic to a Service address that kube-proxy has
+	// not programmed: refused on the machine, not sent by the default
+	// route to whatever answers there.
+	unused := unusedServiceIP()
+	rejectsBefore, err := localcluster.GuardRejects()
+	Expect(err).NotTo(HaveOccurred())
+	step("from the host, a TCP connection to %s (in the Service range, no Service has it)", unused)
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(unused, "80"), 5*time.Second)
+	if conn != nil {
+		_ = conn.Close()
+	}
+	Expect(err).To(MatchError(ContainSubstring("connection refused")), "the connection to %s was not refused", unused)
+	rejectsAfter, err := localcluster.GuardRejects()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(rejectsAfter).To(BeNumerically(">", rejectsBefore), "the guard refused nothing")
+}
+
+// unusedServiceIP is an address of the Service range that no Service has.
+func unusedServiceIP() string {
+	var svcs corev1.ServiceList
+	Expect(env.admin.List(context.Background(), &svcs)).To(Succeed())
+	used := map[string]bool{}
+	for _, s := range svcs.Items {
+		for _, ip := range s.Spec.ClusterIPs {
+			used[ip] = true
+		}
+	}
+	// The highest free one: the API server hands out the low ones last.
+	prefix := netip.MustParsePrefix(localcluster.ServiceCIDR)
+	free := ""
+	for ip := prefix.Masked().Addr().Next(); prefix.Contains(ip.Next()); ip = ip.Next() {
+		if !used[ip.String()] {
+			free = ip.String()
+		}
+	}
+	Expect(free).NotTo(BeEmpty(), "every address of the Service range is taken")
+	return free
 }
 
 // kubeletPort is the real node's kubelet port, as its Node reports it.

@@ -16,6 +16,9 @@ const (
 	firstServiceIP = "10.0.0.1"
 )
 
+// ServiceCIDR is the range the cluster's ClusterIPs come from.
+const ServiceCIDR = serviceCIDR
+
 // apiserverArgs configures kube-apiserver like a production control plane
 // where it matters to an operator (RBAC, service-account tokens, admission
 // plugins, Pod Security), and for loopback where it does not.

@@ -23,8 +23,9 @@ import (
 // their addresses from it and the kubelet serves on its first address. A
 // firewall chain of its own drops every packet that would cross between the
 // bridge and any other interface, in both directions, and any packet for
-// the node's subnet that comes from outside: nothing of the test network
-// leaves the machine, whatever ip_forward says.
+// the node's subnet that comes from outside; and the host's own packets for
+// the Service range that kube-proxy has not translated to a pod are refused:
+// nothing of the test network leaves the machine, whatever ip_forward says.
 //
 // Before it changes anything, the node records what it will have to restore
 // (ip_forward, which directories and firewall chains existed) in a state
@@ -159,19 +160,38 @@ func guardRules(apiserverPort int) [][]string {
 		// and the bridge may reach it.
 		{"-A", guardChain + "-IN", "-p", "tcp", "--dport", strconv.Itoa(apiserverPort), "-j", "DROP"},
 		{"-I", "INPUT", "1", "-j", guardChain + "-IN"},
+		// The host's own packets for a ClusterIP are translated to a
+		// pod's address by kube-proxy's nat rules before the filter
+		// table sees them. One still addressed to the Service range
+		// is for a Service kube-proxy has not programmed (yet): the
+		// range has no route of its own, so it would leave by the
+		// default route. It is refused instead, and the client sees
+		// a refused connection at once.
+		{"-N", guardChain + "-OUT"},
+		{"-A", guardChain + "-OUT", "-d", serviceCIDR, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
+		{"-A", guardChain + "-OUT", "-d", serviceCIDR, "-j", "REJECT"},
+		{"-I", "OUTPUT", "1", "-j", guardChain + "-OUT"},
 	}
 }
 
-// GuardDrops reports how many packets the guard has dropped so far.
-func GuardDrops() (int, error) {
-	out, err := exec.Command("iptables", "-w", "-t", "filter", "-L", guardChain, "-v", "-x", "-n").Output()
+// GuardDrops reports how many forwarded packets the guard has dropped so
+// far.
+func GuardDrops() (int, error) { return guardCount(guardChain, "DROP") }
+
+// GuardRejects reports how many of the host's own packets for the Service
+// range the guard has refused so far: packets kube-proxy had not translated.
+func GuardRejects() (int, error) { return guardCount(guardChain+"-OUT", "REJECT") }
+
+// guardCount is the packet count of a guard chain's rules with target.
+func guardCount(chain, target string) (int, error) {
+	out, err := exec.Command("iptables", "-w", "-t", "filter", "-L", chain, "-v", "-x", "-n").Output()
 	if err != nil {
-		return 0, fmt.Errorf("iptables -L %s: %w", guardChain, err)
+		return 0, fmt.Errorf("iptables -L %s: %w", chain, err)
 	}
 	total := 0
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 2 && f[2] == "DROP" {
+		if len(f) > 2 && f[2] == target {
 			n, err := strconv.Atoi(f[0])
 			if err != nil {
 				return 0, fmt.Errorf("parsing %q: %w", line, err)
