@@ -527,9 +527,13 @@ test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK)
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) \
-	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v -timeout 20m -run '$(REAL_NODE_RUN)' ./test/e2e/
+	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
+
+.PHONY: test-zero-downtime
+test-zero-downtime: ## The real-node suite's zero-downtime scenarios alone (part of test-real-node; needs root): a PodSet and a Deployment behind a ClusterIP under 50 requests a second while they roll, update in place, scale down, roll back, lose their leader and resize; prints the table of docs/benchmarks.md.
+	$(MAKE) test-real-node REAL_NODE_RUN='TestRealNode/ZeroDowntime'
 
 ##@ Benchmarks
 

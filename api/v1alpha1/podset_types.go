@@ -327,7 +327,10 @@ const (
 type InPlaceUpdate struct {
 	// gracePeriodSeconds is how long a pod is kept out of service (not
 	// Ready, so Services stop sending it traffic) before its container is
-	// restarted with the new image.
+	// restarted with the new image. A preStop pause in the template
+	// keeps the server up while the endpoints drop the pod, as it does
+	// for a deleted pod; without one, set this to the time the cluster
+	// takes to drop an endpoint from every node.
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600

@@ -101,6 +101,7 @@ func TestRealNode(t *testing.T) {
 		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
 		{"AutoRollback", testRealAutoRollbackScenarios},
+		{"ZeroDowntime", testRealZeroDowntime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)
