@@ -45,6 +45,9 @@ K8S_STAGING_VERSION ?= v0.37.0
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+# crd-ref-docs writes docs/api.md from the API types; built with
+# controller-gen, in one module graph (hack/build-tool.sh).
+CRD_REF_DOCS_VERSION ?= v0.3.0
 # v5.8.3 requires go >= 1.27; v5.8.2 is the newest that builds with Go 1.26.
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -81,7 +84,7 @@ K8S_RESIZE_VERSION ?= v1.33.2
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
 export K8S_OLDEST_VERSION K8S_RESIZE_VERSION
-export CONTROLLER_TOOLS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION
+export CONTROLLER_TOOLS_VERSION CRD_REF_DOCS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION
 # hack/build-tool.sh keeps every tool it builds in this cache outside the work
 # tree, keyed by the tool's pinned versions, the Go toolchain, the platform and
 # the build recipe, and bin/ takes it from there: a fresh clone on a machine
@@ -108,6 +111,7 @@ MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VE
 # the Prometheus it runs (prometheus).
 PROMETHEUS_OPERATOR_BIN ?= $(LOCALBIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)-prometheus-$(PROMETHEUS_SERVER_VERSION)
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 OPERATOR_SDK ?= $(OLM_BIN)/operator-sdk
@@ -144,14 +148,16 @@ help: ## Show this help.
 # replaces only the files that changed, each by a rename: a regeneration that
 # changes nothing touches no file, so test suites that run side by side (CI)
 # never read a file half-written.
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests in config/ from the Go markers.
+manifests: $(CONTROLLER_GEN) $(CRD_REF_DOCS) ## Generate the CRD and RBAC manifests in config/ from the Go markers, and the API reference docs/api.md from the API types.
 	@mkdir -p $(LOCALBIN)
 	tmp=$$(mktemp -d $(LOCALBIN)/.manifests-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true paths="./..." output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
 	$(GO) run ./hack/crd-trim $$tmp/crd/app.example.com_podsets.yaml && \
 	perl -0pi -e 's/^          metadata:\n            type: object\n/          metadata:\n            properties:\n              name:\n                maxLength: 63\n                type: string\n            type: object\n/m' $$tmp/crd/app.example.com_podsets.yaml && \
 	grep -q '^                maxLength: 63$$' $$tmp/crd/app.example.com_podsets.yaml && \
-	hack/install-changed.sh $$tmp/crd config/crd/bases && hack/install-changed.sh $$tmp/rbac config/rbac
+	hack/install-changed.sh $$tmp/crd config/crd/bases && hack/install-changed.sh $$tmp/rbac config/rbac && \
+	mkdir $$tmp/docs && $(CRD_REF_DOCS) --log-level=ERROR --source-path=./api --config=hack/api-docs/config.yaml --renderer=markdown --output-path=$$tmp/docs/api.md && \
+	hack/install-changed.sh $$tmp/docs docs
 	@# (The perl line: a PodSet's name is a label value of its pods, at most
 	@# 63 characters. A CRD schema may constrain metadata.name, but
 	@# controller-gen has no marker for it; a CEL rule on the root reports
@@ -187,9 +193,9 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint over every file: with the
 	$(GOLANGCI_LINT) run ./test/olm/...
 
 .PHONY: verify-generated
-verify-generated: generate manifests metrics-docs monitoring-manifests argocd-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, config/argocd, docs/metrics.md) differ from what is committed.
-	@git diff --exit-code -- api controllers/slimpod config docs/metrics.md || { echo "generated files are stale: run 'make generate manifests metrics-docs monitoring-manifests argocd-manifests' and commit the result" >&2; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api controllers/slimpod config docs/metrics.md)" || { git status --short -- api controllers/slimpod config docs/metrics.md; echo "generated files are not committed" >&2; exit 1; }
+verify-generated: generate manifests metrics-docs monitoring-manifests argocd-manifests ## Fail when generated files (deepcopy, CRD, RBAC, config/prometheus, config/argocd, docs/metrics.md, docs/api.md) differ from what is committed.
+	@git diff --exit-code -- api controllers/slimpod config docs/metrics.md docs/api.md || { echo "generated files are stale: run 'make generate manifests metrics-docs monitoring-manifests argocd-manifests' and commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api controllers/slimpod config docs/metrics.md docs/api.md)" || { git status --short -- api controllers/slimpod config docs/metrics.md docs/api.md; echo "generated files are not committed" >&2; exit 1; }
 
 # Argo CD's health check of the kind: internal/argocd/health.lua (which the
 # tests run), as a patch of Argo CD's argocd-cm ConfigMap.
@@ -231,7 +237,7 @@ test-alerts: $(PROMTOOL) ## Check the alerting rules (internal/monitoring/promet
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets $(MONITORING_CRDS) ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... ./test/loadclient/... . -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... ./test/loadclient/... ./test/docs/... . -coverprofile cover.out
 
 # The envtest suites again on the oldest API server the CSV allows, and the
 # in-place suite on the first with pods/resize: each suite reads what its
@@ -650,6 +656,9 @@ $(OLM_BIN)/%:
 
 $(CONTROLLER_GEN):
 	hack/build-tool.sh controller-gen $(LOCALBIN) $(notdir $@)
+
+$(CRD_REF_DOCS):
+	hack/build-tool.sh crd-ref-docs $(LOCALBIN) $(notdir $@)
 
 $(GRPC_HEALTH_PROBE):
 	hack/build-tool.sh grpc-health-probe $(LOCALBIN) $(notdir $@)

@@ -40,8 +40,10 @@ script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 # pods/resize, built in OLM v1's (olm_module and olmv1_wrapper below).
 : "${K8S_OLDEST_VERSION:=v1.29.3}"
 : "${K8S_RESIZE_VERSION:=v1.33.2}"
-# The tools `go install`ed as published (no wrapper module needed).
+# controller-gen and crd-ref-docs, from one wrapper module (codegen_wrapper).
 : "${CONTROLLER_TOOLS_VERSION:=v0.23.0}"
+: "${CRD_REF_DOCS_VERSION:=v0.3.0}"
+# The tools `go install`ed as published (no wrapper module needed).
 : "${KUSTOMIZE_VERSION:=v5.8.2}"
 : "${GOLANGCI_LINT_VERSION:=v2.15.0}"
 : "${GRPC_HEALTH_PROBE_VERSION:=v0.4.61}"
@@ -61,7 +63,7 @@ versions() {
     operator-controller|catalogd|olmv1-kube-apiserver) echo "$OPERATOR_CONTROLLER_VERSION $K8S_RESIZE_VERSION" ;;
     prometheus-operator|prometheus-config-reloader) echo "$PROMETHEUS_OPERATOR_VERSION" ;;
     prometheus) echo "$PROMETHEUS_SERVER_VERSION" ;;
-    controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
+    controller-gen|crd-ref-docs) echo "$CONTROLLER_TOOLS_VERSION $CRD_REF_DOCS_VERSION" ;;
     kustomize) echo "$KUSTOMIZE_VERSION" ;;
     golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
     grpc-health-probe) echo "$GRPC_HEALTH_PROBE_VERSION" ;;
@@ -171,13 +173,14 @@ staging_replaces() {
   done
 }
 
-# keep_module NAME SETUP: runs SETUP (a function that makes go.mod, go.sum
-# and, for a wrapper, tools.go in the current directory) once per NAME,
-# keeps those files beside the tool directories, and copies them here:
-# every tool of one graph is built from the same module files.
+# keep_module NAME SETUP [DIR]: runs SETUP (a function that makes go.mod,
+# go.sum and, for a wrapper, tools.go in the current directory) once per
+# NAME, keeps those files in DIR (by default beside the tool directories, the
+# parent of OUTDIR), and copies them here: every tool of one graph is built
+# from the same module files.
 keep_module() {
   local keep
-  keep="$(dirname "$out")/.module-$1"
+  keep="${3:-$(dirname "$out")}/.module-$1"
   mkdir -p "$keep"
   (
     flock 8
@@ -258,7 +261,35 @@ k8s_wrapper() {
   keep_module "k8s-$K8S_VERSION-kwok-$KWOK_VERSION-opm-$OPM_VERSION-cr-$CONTROLLER_RUNTIME_VERSION" k8s_graph
 }
 
+# controller-gen and crd-ref-docs (docs/api.md) from one wrapper module:
+# crd-ref-docs reads the API types with controller-tools' loader and
+# markers, here those of CONTROLLER_TOOLS_VERSION, so the Go build cache
+# compiles them once for both; a cold build of the two takes as long as one
+# of controller-gen alone. docs/api.md is the same as with the controller-tools
+# crd-ref-docs pins.
+codegen_pkgs=(sigs.k8s.io/controller-tools/cmd/controller-gen github.com/elastic/crd-ref-docs)
+codegen_graph() {
+  wrapper sigs.k8s.io/controller-tools "$CONTROLLER_TOOLS_VERSION" "${codegen_pkgs[@]}"
+  go mod edit -require="github.com/elastic/crd-ref-docs@$CRD_REF_DOCS_VERSION"
+  go mod tidy >/dev/null
+}
+codegen_wrapper() {
+  local got
+  keep_module "codegen-$CONTROLLER_TOOLS_VERSION-crd-ref-docs-$CRD_REF_DOCS_VERSION" codegen_graph "$out"
+  got=$(go list -m -f '{{.Version}}' sigs.k8s.io/controller-tools)
+  if [[ "$got" != "$CONTROLLER_TOOLS_VERSION" ]]; then
+    echo "crd-ref-docs $CRD_REF_DOCS_VERSION raises controller-tools to $got, not CONTROLLER_TOOLS_VERSION=$CONTROLLER_TOOLS_VERSION: make them agree" >&2
+    exit 1
+  fi
+}
+
 case "$tool" in
+  controller-gen|crd-ref-docs)
+    codegen_wrapper
+    # controller-gen stamps its version into the CRDs; built in a wrapper
+    # module, it would read "(devel)" from the build information.
+    go build -trimpath -ldflags "-s -w -X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_TOOLS_VERSION" \
+      -o "$bin" "$(printf '%s\n' "${codegen_pkgs[@]}" | grep "/$tool\$")" ;;
   kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
     k8s_wrapper
     go build -trimpath -ldflags "$(k8s_ldflags)" -o "$bin" "k8s.io/kubernetes/cmd/$tool" ;;
@@ -369,11 +400,10 @@ case "$tool" in
     cv=github.com/prometheus/common/version
     go build -mod=mod -trimpath -ldflags "-s -w -X $cv.Version=$v -X $cv.Revision=$PROMETHEUS_SERVER_VERSION -X $cv.Branch=release" \
       -o "$bin" ./cmd/prometheus ;;
-  controller-gen|kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod)
+  kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod)
     # Published modules without replace directives: go install, with the
     # project's build flags (static, -trimpath, no DWARF).
     case "$tool" in
-      controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION ;;
       kustomize) pkg=sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
       golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION ;;
       grpc-health-probe) pkg=github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION ;;
