@@ -63,7 +63,7 @@ const (
 // mostly room for that same cache to be copied during a relist or a scale-up.
 // With 50 the peak RSS of the memory scenario (10k owned pods among 10k
 // foreign ones) went from 105 to 90 MiB at no CPU cost the runs could show
-// (docs/benchmarks.md, "Memory"). GOGC set in the environment wins, as for
+// (docs/architecture.md, "Memory"). GOGC set in the environment wins, as for
 // any Go program; GOMEMLIMIT works beside either.
 const defaultGCPercent = 50
 

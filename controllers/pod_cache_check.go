@@ -109,7 +109,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 	// checks find the cache current (its events were late, not lost): a
 	// full list of a PodSet of 1000 pods is about 10 MB decoded, and the
 	// memory scenario's PodSets made some fifty of them within 25 s, the
-	// operator's highest heap (docs/benchmarks.md, "Cache checks"). The pods
+	// operator's highest heap (docs/architecture.md, "Cache checks"). The pods
 	// themselves are read only when the cache is behind and the reconcile
 	// needs their status to act on.
 	itsPods := []client.ListOption{client.InNamespace(s.podSet.Namespace), client.MatchingLabelsSelector{Selector: operand.Selector(s.podSet)}}

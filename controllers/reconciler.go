@@ -24,7 +24,7 @@ import (
 // create, a status patch), not computing, so the workers bound how many
 // PodSets wait for it at once. With the ReplicaSet controller's 5, a
 // thousand PodSets created together queued a median 8 s for a worker before
-// their first pod (docs/benchmarks.md, "Workers"); 16 cut the time to create all
+// their first pod (docs/architecture.md, "Workers"); 16 cut the time to create all
 // their pods by a quarter, with the API server's CPU as the bound. A PodSet
 // is never reconciled by two workers at once, whatever the count.
 const DefaultMaxConcurrentReconciles = 16

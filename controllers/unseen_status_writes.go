@@ -14,7 +14,7 @@ import (
 // since the stale copy's observedGeneration makes the written progress look
 // new once more. Either is a whole custom-resource write to decode, patch and
 // validate: the 1000x1 benchmark's scale-down sent 132–162 of them for 1000
-// PodSets (docs/benchmarks.md, "Status writes the cache has not seen"). A
+// PodSets (docs/architecture.md, "Status writes the cache has not seen"). A
 // condition's transition time could move the same way.
 //
 // So the PodSet's record keeps each status written until the cache has it

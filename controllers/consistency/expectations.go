@@ -276,7 +276,7 @@ func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time
 // its events lagging, and each listed its thousand pods from the API
 // server every second until its cache caught up: the operator's highest
 // heap, and load on an API server that was the bottleneck already
-// (docs/benchmarks.md, "Cache checks"). A watch that broke delivers nothing
+// (docs/architecture.md, "Cache checks"). A watch that broke delivers nothing
 // until its relist, and one that relisted past a creation whose pod was
 // deleted meanwhile delivers newer versions without it: both still count
 // as lagging.

@@ -16,7 +16,7 @@ import (
 // worker no other PodSet can have: when a hundred PodSets were scaled down at
 // once, each reconcile held its worker for the 0.1–0.2 s a loaded API server
 // took to answer its deletes, and the last PodSets waited over a second in
-// the queue before their first delete left (docs/benchmarks.md, "Deletes
+// the queue before their first delete left (docs/architecture.md, "Deletes
 // sent without holding a worker"), while a client sending the same deletes
 // with nothing to decide was done in a third of the time.
 //

@@ -15,7 +15,7 @@ import (
 // needs one deletion answered first. Waiting for the whole set of answers
 // cost a rollout the slowest delete's round trip at every step: in a 1x1000
 // rollout, steps of 150–250 deletes spent about 0.3 s each with nothing sent
-// (docs/benchmarks.md, "Creations sent as deletions make room"). The bound
+// (docs/architecture.md, "Creations sent as deletions make room"). The bound
 // holds at every moment either way: a creation sent after a deletion was
 // answered lands after it in the API server's order, so no watcher ever sees
 // more live pods than replicas + maxSurge.

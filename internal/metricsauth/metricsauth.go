@@ -11,7 +11,7 @@
 // This package exists because that import is over a third of the operator's
 // binary (77.5 MB with it, 47.9 MB without) and part of its memory at rest:
 // k8s.io/apiserver links in CEL, OpenTelemetry and gRPC, whose
-// initialisation costs heap and touched code pages (docs/benchmarks.md,
+// initialisation costs heap and touched code pages (docs/architecture.md,
 // "Memory"), for two API calls. The two reviews are made with client-go's typed clients, and their
 // answers are cached as the delegating ones are (a token for a minute, an
 // allowed request for five, a denied one for thirty seconds), so that a

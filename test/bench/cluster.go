@@ -39,7 +39,7 @@ const (
 // this machine: a ReplicaSet creating 1000 pods in 11.6 s had each Ready
 // 0.03 s after it was bound, while PodSets creating them in 9.1 s had each
 // wait 2.5 s (median) for kwok (the scheduler's and kwok's logs;
-// docs/benchmarks.md, "kwok's parallelism"). A node's own kubelet starts its pods in parallel; "all pods Ready"
+// docs/architecture.md, "kwok's parallelism"). A node's own kubelet starts its pods in parallel; "all pods Ready"
 // should measure the controllers, not a queue in the simulator.
 const kwokPodParallelism = 32
 
@@ -150,7 +150,7 @@ func createNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 // garbage collection nor the operator's answers to it: the namespace
 // controller deletes a namespace's ControllerRevisions before its PodSets,
 // and each PodSet still there then tries once to store its revision again
-// (refused; docs/benchmarks.md, "Teardown"). Waiting only for the pods
+// (refused; docs/architecture.md, "Every request accounted for", its Teardown). Waiting only for the pods
 // would let the refused creates of one phase's 100 PodSets be counted in the
 // next phase's writes per pod (a 1000x1 run counted 4.10 instead of 4.00). The namespace object itself may linger several
 // seconds longer (the namespace controller's own retries); it costs nothing.

@@ -223,7 +223,7 @@ func printRequestTable(w io.Writer, rows []requestRow) {
 }
 
 // explainedRequests are the requests the operator sends while it scales,
-// each for a reason docs/benchmarks.md gives ("Every request accounted
+// each for a reason docs/architecture.md gives ("Every request accounted
 // for"); a request of any other verb and resource fails the benchmark, so
 // that a new one is explained (or removed) before it lands.
 var explainedRequests = map[string]bool{
