@@ -8,16 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/inplace"
-	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/retreat"
 	"github.com/example/podset-operator/controllers/revision"
-	"github.com/example/podset-operator/controllers/rollout"
-	"github.com/example/podset-operator/controllers/slimpod"
+	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -40,10 +36,10 @@ const (
 // rather than judged again: the pods that showed the failure are gone once
 // the rollback replaced them, and a judgment made afresh would roll
 // forward to the failed revision again.
-func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) error {
+func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) error {
 	ps, rs := s.podSet, &s.revisions
-	rs.spec, rs.specHash = rs.update, rs.updateHash
-	if rs.update == nil || ps.DeletionTimestamp != nil {
+	rs.Spec, rs.SpecHash = rs.Update, rs.UpdateHash
+	if rs.Update == nil || ps.DeletionTimestamp != nil {
 		return nil
 	}
 	cfg := autoRollbackOf(ps)
@@ -57,7 +53,7 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		// Decided by an earlier reconcile whose status write failed.
 		prev = s.record.rollback
 	}
-	if prev != nil && prev.FailedRevision != rs.update.Name && prev.Revision == "" {
+	if prev != nil && prev.FailedRevision != rs.Update.Name && prev.Revision == "" {
 		// A failure with nothing to return to belongs to its revision.
 		prev = nil
 	}
@@ -70,7 +66,7 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		// The update revision failed with no completed revision to
 		// return to: reported until it completes after all (what it
 		// waited for appeared) or the spec asks for another.
-		if !rolloutComplete(ps, rs, rs.update, s.pods, now) {
+		if !s.rolloutComplete() {
 			s.rollback.Status = prev.DeepCopy()
 		}
 		return nil
@@ -82,17 +78,17 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		Enabled:               true,
 		Retry:                 retry,
 		Paused:                ps.Spec.UpdateStrategy.RollingUpdate.Paused,
-		UpdateRevision:        rs.update.Name,
+		UpdateRevision:        rs.Update.Name,
 		LastCompletedRevision: ps.Status.LastCompletedRevision,
-		DeadlineExceeded:      deadlineExceeded(ps, rs.update.Name),
+		DeadlineExceeded:      deadlineExceeded(ps, rs.Update.Name),
 	}
 	// The revision on trial: the spec's, or while rolled back the one
 	// returned to, whose pods can fail too.
-	tested, since := rs.update, time.Time{}
+	tested, since := rs.Update, time.Time{}
 	if prev != nil {
 		o.RetreatedFrom, o.RetreatedAt, o.Stopped = prev.FailedRevision, prev.Time.Time, prev.Stopped
 		o.LastCompletedRevision = prev.Revision
-		if target := revisionNamed(rs.all, prev.Revision); target != nil && prev.FailedRevision == rs.update.Name {
+		if target := revision.Named(rs.All, prev.Revision); target != nil && prev.FailedRevision == rs.Update.Name {
 			tested = target
 			// Pods of that revision older than the rollback ran it
 			// before: only those it made are on trial.
@@ -100,12 +96,12 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 		}
 		// The deadline is the failed revision's, already acted upon.
 		o.DeadlineExceeded = false
-		o.RetreatComplete = prev.Complete || (tested != rs.update && rolloutComplete(ps, rs, tested, s.pods, now))
+		o.RetreatComplete = prev.Complete || (tested != rs.Update && r.rollbackComplete(s, tested, now))
 	} else {
-		o.Complete = rolloutComplete(ps, rs, rs.update, s.pods, now)
+		o.Complete = s.rolloutComplete()
 	}
 	if !o.Complete && !o.RetreatComplete {
-		pods, graceEndsIn := s.record.failureWatch.observe(revisionHash(tested), s.pods, since, th.WaitingGrace, now)
+		pods, graceEndsIn := s.record.failureWatch.observe(revision.HashOf(tested), s.pods, since, th.WaitingGrace, now)
 		if f, failed := retreat.Classify(pods, th, now); failed {
 			o.Failure = &f
 		}
@@ -124,22 +120,31 @@ func (r *PodSetReconciler) decideRollback(_ context.Context, s *podSetScope) err
 	}
 	switch d.Action {
 	case retreat.Retreat, retreat.Hold, retreat.Stop:
-		target := revisionNamed(rs.all, o.LastCompletedRevision)
-		tmpl, ok := revision.Template{}, target != nil
-		if ok {
-			tmpl, ok = rs.template(revisionHash(target))
-		}
-		if !ok {
+		target := revision.Named(rs.All, o.LastCompletedRevision)
+		if target == nil || !rs.RollBackTo(target, d.Action == retreat.Stop) {
 			// The revision to return to is gone (deleted by hand): the
 			// failure is all there is to say.
 			s.rollback.Status.Revision = ""
 			return nil
 		}
-		rs.update, rs.updateTemplate, rs.updateHash = target, tmpl, revisionHash(target)
-		rs.current, rs.currentTemplate, rs.currentHash = target, tmpl, revisionHash(target)
-		rs.rollingBack, rs.rollbackStopped = true, d.Action == retreat.Stop
+		// The rollout now moves the pods elsewhere.
+		return r.observeRollout(ctx, s)
 	}
 	return nil
+}
+
+// rolloutComplete reports whether the rollout to the update revision has
+// nothing left to do (rolloutstate.State.Complete); false when its strategy
+// does not resolve.
+func (s *podSetScope) rolloutComplete() bool {
+	return s.rollout != nil && s.rollout.Complete()
+}
+
+// rollbackComplete reports whether every pod the PodSet wants runs target,
+// the revision a rollback returns to, available; partition does not apply.
+func (r *PodSetReconciler) rollbackComplete(s *podSetScope, target *appsv1.ControllerRevision, now time.Time) bool {
+	st, ok := rolloutstate.Toward(s.podSet, &s.revisions, target, r.cluster(), s.pods, now)
+	return ok && st.Complete()
 }
 
 // retryRequest is the rollback that the PodSet's
@@ -205,118 +210,4 @@ func deadlineExceeded(ps *appv1alpha1.PodSet, update string) bool {
 	c := meta.FindStatusCondition(ps.Status.Conditions, appv1alpha1.ConditionProgressing)
 	return c != nil && c.Reason == appv1alpha1.ReasonProgressDeadlineExceeded &&
 		ps.Status.ObservedGeneration == ps.Generation && ps.Status.UpdateRevision == update
-}
-
-// revisionNamed is the revision of that name among all, or nil.
-func revisionNamed(all []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
-	for _, cr := range all {
-		if name != "" && cr.Name == name {
-			return cr
-		}
-	}
-	return nil
-}
-
-// rolloutComplete reports whether the rollout to target has nothing left
-// to do: every pod it wants runs target, available (rollout.Complete).
-// For a revision other than the spec's (the one a rollback returns to),
-// partition does not apply.
-func rolloutComplete(ps *appv1alpha1.PodSet, rs *revisionState, target *appsv1.ControllerRevision, pods []*slimpod.Pod, now time.Time) bool {
-	tmpl, ok := rs.template(revisionHash(target))
-	if target == rs.update {
-		tmpl, ok = rs.updateTemplate, true
-	}
-	if !ok {
-		return false
-	}
-	to := *rs
-	to.rollingBack = target != rs.update
-	to.update, to.updateTemplate, to.updateHash = target, tmpl, revisionHash(target)
-	if to.rollingBack {
-		to.current, to.currentTemplate, to.currentHash = target, tmpl, revisionHash(target)
-	}
-	in, _, err := rolloutInput(ps, &to, pods, now)
-	return err == nil && rollout.Complete(in)
-}
-
-// failureWatch is, in a PodSet's record, what the pod cache cannot tell of
-// the containers of the revision on trial: since when each has waited in a
-// reason of each trigger (first seen; the kubelet alternates ErrImagePull
-// and ImagePullBackOff, and a crash loop runs between its back-offs), and,
-// for a pod updated in place, how many of its restarts are not the
-// revision's. It starts afresh when the revision on trial changes.
-type failureWatch struct {
-	hash string
-	pods map[types.UID]map[string]watchedContainer
-}
-
-type watchedContainer struct {
-	since       map[retreat.Trigger]time.Time
-	restartBase int32
-}
-
-// observe returns the classifier's view at now of the live pods of
-// revision hash made at or after since (or updated to it in place), and
-// how long until the first of their waits reaches grace (0 when none
-// will); it forgets the pods no longer among them.
-func (w *failureWatch) observe(hash string, pods []*slimpod.Pod, since time.Time, grace time.Duration, now time.Time) ([]retreat.Pod, time.Duration) {
-	if w.hash != hash {
-		*w = failureWatch{hash: hash}
-	}
-	seen := make(map[types.UID]map[string]watchedContainer, len(w.pods))
-	var out []retreat.Pod
-	var next time.Duration
-	for _, pod := range pods {
-		if !operand.IsLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != hash {
-			continue
-		}
-		st, inPlace := inplace.StateOf(pod)
-		inPlace = inPlace && st.Revision == hash
-		if !inPlace && pod.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		before := w.pods[pod.UID]
-		// Init containers and sidecars, whose statuses slimpod keeps
-		// with the others, fail as the others do: a crash loop in one
-		// keeps the pod from ever turning Ready.
-		statuses := pod.Status.ContainerStatuses
-		containers := make(map[string]watchedContainer, len(statuses))
-		p := retreat.Pod{Name: pod.Name}
-		for i := range statuses {
-			cs := &statuses[i]
-			c, known := before[cs.Name]
-			if !known {
-				c.since = map[retreat.Trigger]time.Time{}
-				if inPlace {
-					c.restartBase = st.RestartsBefore(cs)
-					if !since.IsZero() {
-						// On trial since a rollback: the pod may have
-						// been updated to the revision long before, and
-						// restarted since; count from now at the least.
-						c.restartBase = max(c.restartBase, cs.RestartCount)
-					}
-				}
-			}
-			rc := retreat.Container{Name: cs.Name, RestartsSinceRevision: max(0, cs.RestartCount-c.restartBase)}
-			if cs.State.Waiting != nil {
-				if trigger, ok := retreat.WaitingTrigger(cs.State.Waiting.Reason); ok {
-					first, ok := c.since[trigger]
-					if !ok {
-						first = now
-						c.since[trigger] = now
-					}
-					rc.WaitingReason, rc.WaitingSince = cs.State.Waiting.Reason, first
-					if left := first.Add(grace).Sub(now); left > 0 && (next == 0 || left < next) {
-						next = left
-					}
-				}
-			}
-			containers[cs.Name] = c
-			p.Containers = append(p.Containers, rc)
-		}
-		seen[pod.UID] = containers
-		out = append(out, p)
-	}
-	w.pods = seen
-	return out, next
 }

@@ -17,61 +17,17 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/operand"
-	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // EventUpdatedInPlace is the event reason of pods updated in place.
 const EventUpdatedInPlace = "UpdatedInPlace"
 
-// inPlaceMove is an old pod that can take the update revision in place,
-// and what that takes.
-type inPlaceMove struct {
-	pod    *slimpod.Pod
-	from   revision.Template
-	change inplace.Change
-}
-
-// inPlaceMoves are, for a PodSet that updates its pods in place, the old
-// pods that can take the update revision as they are, by UID: those that
-// carry the in-place readiness gate and whose revision's template differs
-// from the update revision's only in what changes in place. A pod without
-// the gate (made by operator 0.2.0, or before the policy was set) or of an
-// unknown revision is replaced, or under InPlaceOnly left as it is.
-func inPlaceMoves(ps *appv1alpha1.PodSet, rs *revisionState, old []*slimpod.Pod) map[types.UID]inPlaceMove {
-	if !operand.InPlaceUpdates(ps) || rs.update == nil {
-		return nil
-	}
-	moves := map[types.UID]inPlaceMove{}
-	for _, pod := range old {
-		if mv, why := moveInPlace(rs, pod); why == "" {
-			moves[pod.UID] = mv
-		}
-	}
-	return moves
-}
-
-// moveInPlace is what moving an old pod to the update revision in place
-// takes, or why it cannot be moved so.
-func moveInPlace(rs *revisionState, pod *slimpod.Pod) (inPlaceMove, string) {
-	if !operand.HasInPlaceGate(pod) {
-		return inPlaceMove{}, "made without the in-place readiness gate (by operator 0.2.0, or before the policy was set)"
-	}
-	from, ok := rs.template(pod.Labels[appv1alpha1.LabelRevisionHash])
-	if !ok {
-		return inPlaceMove{}, "its revision is not stored"
-	}
-	c := inplace.Classify(from, rs.updateTemplate, rs.defaultImage, rs.resizeRules)
-	if !c.InPlace() {
-		return inPlaceMove{}, c.NotInPlace
-	}
-	return inPlaceMove{pod: pod, from: from, change: c}, ""
-}
-
 // updatePodsInPlace moves the given pods to the update revision in place,
 // each as far as it can go now, in parallel under the pod write slots. It
 // returns how soon a pod's grace period ends, when one has not.
-func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope, moves []inPlaceMove) (time.Duration, error) {
+func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope, moves []rolloutstate.Move) (time.Duration, error) {
 	if len(moves) == 0 {
 		return 0, nil
 	}
@@ -101,14 +57,14 @@ func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope
 				// The pod changed or went since the cache showed it:
 				// its event brings the next decision.
 			default:
-				errs = append(errs, fmt.Errorf("updating pod %s in place: %w", mv.pod.Name, err))
+				errs = append(errs, fmt.Errorf("updating pod %s in place: %w", mv.Pod.Name, err))
 			}
 		})
 	}
 	wg.Wait()
 	if updated > 0 {
 		logf.FromContext(ctx).V(1).Info("updated pods in place", "count", updated)
-		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventUpdatedInPlace, "Update", "Updated %d pods in place to revision %s", updated, s.revisions.update.Name)
+		r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeNormal, EventUpdatedInPlace, "Update", "Updated %d pods in place to revision %s", updated, s.revisions.Update.Name)
 	}
 	return wait, kerrors.NewAggregate(errs)
 }
@@ -128,15 +84,15 @@ func (r *PodSetReconciler) updatePodsInPlace(ctx context.Context, s *podSetScope
 //     and is sent again while the kubelet shows neither it nor a resize
 //     under way (finishInPlaceUpdates), so that one lost in between is not
 //     waited for forever.
-func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv inPlaceMove) (time.Duration, error) {
-	pod, rs, now := mv.pod.DeepCopy(), &s.revisions, time.Now()
-	template := !mv.from.IsShortForm() || !rs.updateTemplate.IsShortForm()
-	st := inplace.State{Revision: rs.updateHash, Restart: mv.change.Restarts(), Resize: mv.change.Resources}
+func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope, mv rolloutstate.Move) (time.Duration, error) {
+	pod, rs, now := mv.Pod.DeepCopy(), &s.revisions, time.Now()
+	template := !mv.From.IsShortForm() || !rs.UpdateTemplate.IsShortForm()
+	st := inplace.State{Revision: rs.UpdateHash, Restart: mv.Change.Restarts(), Resize: mv.Change.Resources}
 	// The containers the kubelet runs now, before any write of this update
 	// can restart them.
 	if template {
-		st.Template, st.Containers = true, inplace.NewContainerUpdates(mv.pod, mv.change.Containers)
-	} else if cs := inplace.ContainerStatus(mv.pod); cs != nil {
+		st.Template, st.Containers = true, inplace.NewContainerUpdates(mv.Pod, mv.Change.Containers)
+	} else if cs := inplace.ContainerStatus(mv.Pod); cs != nil {
 		st.Restarts = ptr.To(cs.RestartCount)
 		if st.Restart {
 			st.ContainerID = cs.ContainerID
@@ -148,7 +104,7 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 		if gate != nil && gate.Status == corev1.ConditionFalse && gate.Reason == appv1alpha1.ReasonInPlaceUpdating {
 			since = gate.LastTransitionTime.Time
 		} else if err := r.patchPod(ctx, s, pod, "status", inplace.GatePatch(pod, corev1.ConditionFalse, appv1alpha1.ReasonInPlaceUpdating,
-			"updating in place to revision "+rs.update.Name, now)); err != nil {
+			"updating in place to revision "+rs.Update.Name, now)); err != nil {
 			return 0, err
 		}
 		if left := since.Add(inPlaceGracePeriod(s.podSet)).Sub(now); left > 0 {
@@ -157,13 +113,13 @@ func (r *PodSetReconciler) updatePodInPlace(ctx context.Context, s *podSetScope,
 	}
 	var update []byte
 	if template {
-		update = inplace.TemplateUpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, mv.change, rs.defaultImage)
+		update = inplace.TemplateUpdatePatch(pod, mv.From, rs.UpdateTemplate, rs.UpdateHash, st, mv.Change, r.DefaultImage)
 	} else {
 		if st.Resize {
-			want := inplace.WantedResources(rs.updateTemplate, rs.defaultImage)
+			want := inplace.WantedResources(rs.UpdateTemplate, r.DefaultImage)
 			st.Resources = &want
 		}
-		update = inplace.UpdatePatch(pod, mv.from, rs.updateTemplate, rs.updateHash, st, rs.defaultImage)
+		update = inplace.UpdatePatch(pod, mv.From, rs.UpdateTemplate, rs.UpdateHash, st, r.DefaultImage)
 	}
 	if err := r.patchPod(ctx, s, pod, "", update); err != nil {
 		return 0, err

@@ -15,7 +15,6 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
-	"github.com/example/podset-operator/controllers/rollout"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
@@ -126,7 +125,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 		}
 		acting, err := r.useLivePods(ctx, s, slimpod.FromList(live.Items))
 		v := cacheVerdict{hold: !acting}
-		if acting && !liveRolloutComplete(s) {
+		if acting && !s.rolloutComplete() {
 			// Each look acts: a rollout's next step, a replacement.
 			// Backing off would only stretch the convergence (the
 			// relist after repeated API server restarts took 45 s in
@@ -184,14 +183,8 @@ func (r *PodSetReconciler) useLivePods(ctx context.Context, s *podSetScope, live
 	}
 	r.Expectations.Resolve(s.key, operand.UIDs(s.pods)...)
 	s.expectationsWait = 0
-	return true, nil
-}
-
-// liveRolloutComplete reports whether the pods the reconcile acts on leave
-// nothing to do: the right number on each revision, every one available.
-func liveRolloutComplete(s *podSetScope) bool {
-	in, _, err := rolloutInput(s.podSet, &s.revisions, s.pods, time.Now())
-	return err == nil && rollout.Complete(in)
+	// The rollout stands where these pods say.
+	return true, r.observeRollout(ctx, s)
 }
 
 // podCacheDiff compares the live pods the PodSet controls in its cache with

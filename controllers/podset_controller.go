@@ -91,6 +91,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.claimRevisions,
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
+		r.observeRollout,
 		r.decideRollback,
 	} {
 		if err := phase(ctx, s); err != nil {

@@ -11,7 +11,10 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/inplace"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/retreat"
 	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
@@ -69,7 +72,7 @@ type podSetRecord struct {
 	// shows them (in_place_updates.go).
 	podPatches unseenPodPatches
 	// failureWatch is what auto-rollback remembers of the containers of
-	// the revision on trial (auto_rollback.go).
+	// the revision on trial (below; read by decideRollback).
 	failureWatch failureWatch
 	// rollback is the rollback auto-rollback decided last, for a reconcile
 	// that reads a status without it (its write failed).
@@ -244,4 +247,86 @@ func (u *unseenPodPatches) behind(pods []*slimpod.Pod, now time.Time) bool {
 		cached[pod.UID] = pod.ResourceVersion
 	}
 	return u.writes.Behind(cached, now, UnseenPodPatchMaxWait)
+}
+
+// failureWatch is, in a PodSet's record, what the pod cache cannot tell of
+// the containers of the revision on trial: since when each has waited in a
+// reason of each trigger (first seen; the kubelet alternates ErrImagePull
+// and ImagePullBackOff, and a crash loop runs between its back-offs), and,
+// for a pod updated in place, how many of its restarts are not the
+// revision's. It starts afresh when the revision on trial changes.
+type failureWatch struct {
+	hash string
+	pods map[types.UID]map[string]watchedContainer
+}
+
+type watchedContainer struct {
+	since       map[retreat.Trigger]time.Time
+	restartBase int32
+}
+
+// observe returns the classifier's view at now of the live pods of
+// revision hash made at or after since (or updated to it in place), and
+// how long until the first of their waits reaches grace (0 when none
+// will); it forgets the pods no longer among them.
+func (w *failureWatch) observe(hash string, pods []*slimpod.Pod, since time.Time, grace time.Duration, now time.Time) ([]retreat.Pod, time.Duration) {
+	if w.hash != hash {
+		*w = failureWatch{hash: hash}
+	}
+	seen := make(map[types.UID]map[string]watchedContainer, len(w.pods))
+	var out []retreat.Pod
+	var next time.Duration
+	for _, pod := range pods {
+		if !operand.IsLive(pod) || pod.Labels[appv1alpha1.LabelRevisionHash] != hash {
+			continue
+		}
+		st, inPlace := inplace.StateOf(pod)
+		inPlace = inPlace && st.Revision == hash
+		if !inPlace && pod.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		before := w.pods[pod.UID]
+		// Init containers and sidecars, whose statuses slimpod keeps
+		// with the others, fail as the others do: a crash loop in one
+		// keeps the pod from ever turning Ready.
+		statuses := pod.Status.ContainerStatuses
+		containers := make(map[string]watchedContainer, len(statuses))
+		p := retreat.Pod{Name: pod.Name}
+		for i := range statuses {
+			cs := &statuses[i]
+			c, known := before[cs.Name]
+			if !known {
+				c.since = map[retreat.Trigger]time.Time{}
+				if inPlace {
+					c.restartBase = st.RestartsBefore(cs)
+					if !since.IsZero() {
+						// On trial since a rollback: the pod may have
+						// been updated to the revision long before, and
+						// restarted since; count from now at the least.
+						c.restartBase = max(c.restartBase, cs.RestartCount)
+					}
+				}
+			}
+			rc := retreat.Container{Name: cs.Name, RestartsSinceRevision: max(0, cs.RestartCount-c.restartBase)}
+			if cs.State.Waiting != nil {
+				if trigger, ok := retreat.WaitingTrigger(cs.State.Waiting.Reason); ok {
+					first, ok := c.since[trigger]
+					if !ok {
+						first = now
+						c.since[trigger] = now
+					}
+					rc.WaitingReason, rc.WaitingSince = cs.State.Waiting.Reason, first
+					if left := first.Add(grace).Sub(now); left > 0 && (next == 0 || left < next) {
+						next = left
+					}
+				}
+			}
+			containers[cs.Name] = c
+			p.Containers = append(p.Containers, rc)
+		}
+		seen[pod.UID] = containers
+		out = append(out, p)
+	}
+	w.pods = seen
+	return out, next
 }

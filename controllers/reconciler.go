@@ -1,9 +1,9 @@
 package controllers
 
 import (
+	"context"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +15,7 @@ import (
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
@@ -104,7 +105,12 @@ type podSetScope struct {
 	// revisions. It saves the second read when both need it.
 	liveConfirmed *bool
 	// revisions are the PodSet's pod template revisions.
-	revisions revisionState
+	revisions revision.State
+	// rollout is where the rollout to revisions.Update stands
+	// (observeRollout); nil when the update strategy does not resolve, and
+	// rolloutErr says why.
+	rollout    *rolloutstate.State
+	rolloutErr error
 	// firstRevision, when set, reports the create of a new PodSet's first
 	// revision, issued beside its first pods (startFirstRevision).
 	firstRevision <-chan error
@@ -119,68 +125,24 @@ type podSetScope struct {
 	retried         *appv1alpha1.AutoRollbackStatus
 }
 
-// revisionState is what one reconcile knows of the PodSet's revisions.
-type revisionState struct {
-	// all are the PodSet's ControllerRevisions, update revision included.
-	all []*appsv1.ControllerRevision
-	// namesakesCached is set when the cache holds a revision labelled
-	// with the PodSet's name, whoever controls it.
-	namesakesCached bool
-	// update is the revision the rollout moves the pods to: that of the
-	// spec's pod template, or while auto-rollback returns the pods from
-	// it, the last completed one. current is the one the pods ran before
-	// the rollout in progress (update when none is).
-	update, current *appsv1.ControllerRevision
-	// The templates and hashes of update and current.
-	updateTemplate, currentTemplate revision.Template
-	updateHash, currentHash         string
-	// spec is the revision of the spec's pod template, which the status
-	// reports as the update revision, and specHash its pods' hash.
-	spec     *appsv1.ControllerRevision
-	specHash string
-	// rollingBack: auto-rollback returns the pods to update, the last
-	// completed revision, ignoring partition (the pods it kept already run
-	// it); rollbackStopped: that revision failed too, and no pod is
-	// replaced for its template any more.
-	rollingBack, rollbackStopped bool
-	// collisionCount is the count the update revision's hash was made with.
-	collisionCount *int32
-	// defaultImage is the operand image of templates that name none.
-	defaultImage string
-	// resizeRules are the API server's: which template changes a pod can
-	// take in place depends on them.
-	resizeRules inplace.ServerRules
-	// templates memoizes the templates of all, by hash (template).
-	templates map[string]revision.Template
+// cluster is what decides, for every PodSet alike, which template changes
+// a pod can take in place.
+func (r *PodSetReconciler) cluster() rolloutstate.Cluster {
+	return rolloutstate.Cluster{DefaultImage: r.DefaultImage, ResizeRules: r.ResizeRules}
 }
 
-// template is the template of the revision with this hash, if one is
-// stored and readable.
-func (rs *revisionState) template(hash string) (revision.Template, bool) {
-	if t, ok := rs.templates[hash]; ok {
-		return t, true
+// observeRollout computes where the PodSet's rollout stands (s.rollout),
+// for the pods and the revisions the reconcile acts on: once they are
+// known, and again when either changes (a rollback points the rollout at
+// another revision, or the pods are read from the API server instead).
+// A strategy that does not resolve leaves it nil, and rolloutErr says why.
+func (r *PodSetReconciler) observeRollout(_ context.Context, s *podSetScope) error {
+	st, err := rolloutstate.Of(s.podSet, &s.revisions, r.cluster(), s.pods, time.Now())
+	s.rollout, s.rolloutErr = nil, err
+	if err == nil {
+		s.rollout = &st
 	}
-	for _, cr := range rs.all {
-		if cr.Labels[appv1alpha1.LabelRevisionHash] != hash {
-			continue
-		}
-		t, err := revision.Decode(cr)
-		if err != nil {
-			return t, false
-		}
-		if rs.templates == nil {
-			rs.templates = map[string]revision.Template{}
-		}
-		rs.templates[hash] = t
-		return t, true
-	}
-	return revision.Template{}, false
-}
-
-// canCreateOld reports whether pods of an older revision can be created:
-// partition keeps old pods, and scaling up with a partition adds some.
-func (rs *revisionState) canCreateOld() bool {
-	return rs.current != nil && rs.update != nil && rs.current.Name != rs.update.Name
+	return nil
 }
 
 // podControl is how the reconciler creates and deletes pods: podWrites

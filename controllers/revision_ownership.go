@@ -77,7 +77,7 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 	}
 	// A revision of another owner under the PodSet's name still tells
 	// startFirstRevision that a name may be taken.
-	rs.namesakesCached = len(labelled.Items) > 0
+	rs.NamesakesCached = len(labelled.Items) > 0
 
 	// A revision may be listed twice: labelled with the PodSet's name and
 	// controlled by it.
@@ -92,14 +92,14 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 		}
 	}
 	c := sortClaims(candidates, ps.UID, revisionSelector(ps))
-	rs.all = append(rs.all, c.owned...)
+	rs.All = append(rs.All, c.owned...)
 	orphans, unmatched := c.orphans, c.unmatched
 
 	var errs []error
 	for _, cr := range orphans {
 		adopted, err := r.adoptRevision(ctx, s, cr)
 		if adopted != nil {
-			rs.all = append(rs.all, adopted)
+			rs.All = append(rs.All, adopted)
 		}
 		errs = append(errs, err)
 	}

@@ -76,11 +76,11 @@ func TestClaimRevisions(t *testing.T) {
 	g.Expect(r.claimRevisions(context.Background(), s)).To(Succeed())
 
 	var claimed []string
-	for _, cr := range s.revisions.all {
+	for _, cr := range s.revisions.All {
 		claimed = append(claimed, cr.Name)
 	}
 	g.Expect(claimed).To(ConsistOf(own.Name, orphan.Name))
-	g.Expect(s.revisions.namesakesCached).To(BeTrue())
+	g.Expect(s.revisions.NamesakesCached).To(BeTrue())
 	controller := func(cr *appsv1.ControllerRevision) *metav1.OwnerReference {
 		stored := &appsv1.ControllerRevision{}
 		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(cr), stored)).To(Succeed())
@@ -130,7 +130,7 @@ func TestClaimRevisionsAdoptsNothingForAPodSetThatIsGone(t *testing.T) {
 
 			err := r.claimRevisions(context.Background(), s)
 
-			g.Expect(s.revisions.all).To(BeEmpty())
+			g.Expect(s.revisions.All).To(BeEmpty())
 			if tc.notOnServer {
 				g.Expect(err).To(MatchError(errNotOnServer))
 			} else {
@@ -187,7 +187,7 @@ func TestCurrentRevision(t *testing.T) {
 	running := func(crs ...*appsv1.ControllerRevision) []*slimpod.Pod {
 		var pods []*slimpod.Pod
 		for _, cr := range crs {
-			pods = append(pods, unitPod("p-"+cr.Name, withPodLabels(map[string]string{appv1alpha1.LabelRevisionHash: revisionHash(cr)})))
+			pods = append(pods, unitPod("p-"+cr.Name, withPodLabels(map[string]string{appv1alpha1.LabelRevisionHash: revision.HashOf(cr)})))
 		}
 		return pods
 	}
@@ -210,12 +210,12 @@ func TestCurrentRevision(t *testing.T) {
 			p.Status.CurrentRevision = tc.status
 			tmpl, err := revision.Decode(v3)
 			g.Expect(err).NotTo(HaveOccurred())
-			rs := &revisionState{all: []*appsv1.ControllerRevision{v1, v2, v3}, update: v3, updateTemplate: tmpl, updateHash: revisionHash(v3)}
+			rs := &revision.State{All: []*appsv1.ControllerRevision{v1, v2, v3}, Update: v3, UpdateTemplate: tmpl, UpdateHash: revision.HashOf(v3)}
 
 			got, _, hash := currentRevision(p, rs, tc.pods)
 
 			g.Expect(got.Name).To(Equal(tc.want.Name))
-			g.Expect(hash).To(Equal(revisionHash(tc.want)))
+			g.Expect(hash).To(Equal(revision.HashOf(tc.want)))
 		})
 	}
 }

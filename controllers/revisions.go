@@ -36,35 +36,34 @@ const maxCollisionRetries = 5
 // number, so that pods still running it are kept.
 func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) error {
 	ps, rs := s.podSet, &s.revisions
-	rs.collisionCount = ps.Status.CollisionCount
-	rs.updateTemplate = operand.TemplateOf(ps)
-	rs.defaultImage, rs.resizeRules = r.DefaultImage, r.ResizeRules
+	rs.CollisionCount = ps.Status.CollisionCount
+	rs.UpdateTemplate = operand.TemplateOf(ps)
 
 	if ps.DeletionTimestamp != nil {
 		// Nothing is created for a PodSet on its way out.
 		return nil
 	}
-	update := revision.FindEqual(rs.all, rs.updateTemplate)
+	update := revision.FindEqual(rs.All, rs.UpdateTemplate)
 	if update != nil {
 		s.record.recentRevision.forget()
-	} else if update = s.record.recentRevision.lookup(revision.Name(ps.Name, revision.Hash(rs.updateTemplate, rs.collisionCount)), time.Now()); update != nil {
-		rs.all = append(rs.all, update)
+	} else if update = s.record.recentRevision.lookup(revision.Name(ps.Name, revision.Hash(rs.UpdateTemplate, rs.CollisionCount)), time.Now()); update != nil {
+		rs.All = append(rs.All, update)
 	}
 	var err error
 	switch {
-	case update == nil && !rs.namesakesCached && len(s.pods) == 0:
+	case update == nil && !rs.NamesakesCached && len(s.pods) == 0:
 		update, err = r.startFirstRevision(ctx, s)
 	case update == nil:
 		update, err = r.createRevision(ctx, s)
-	case update.Revision < revision.NextNumber(rs.all)-1:
+	case update.Revision < revision.NextNumber(rs.All)-1:
 		// A rollback: the old revision becomes the newest again.
-		update, err = r.renumberRevision(ctx, update, revision.NextNumber(rs.all))
+		update, err = r.renumberRevision(ctx, update, revision.NextNumber(rs.All))
 	}
 	if err != nil || update == nil {
 		return err
 	}
-	rs.update, rs.updateHash = update, revisionHash(update)
-	rs.current, rs.currentTemplate, rs.currentHash = currentRevision(ps, rs, s.pods)
+	rs.Update, rs.UpdateHash = update, revision.HashOf(update)
+	rs.Current, rs.CurrentTemplate, rs.CurrentHash = currentRevision(ps, rs, s.pods)
 	return nil
 }
 
@@ -74,24 +73,24 @@ func (r *PodSetReconciler) syncRevisions(ctx context.Context, s *podSetScope) er
 // never written it (one re-created over the pods and revisions it adopted),
 // the newest stored revision that a live pod runs. Otherwise it is the
 // update revision.
-func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
+func currentRevision(ps *appv1alpha1.PodSet, rs *revision.State, pods []*slimpod.Pod) (*appsv1.ControllerRevision, revision.Template, string) {
 	running := map[string]bool{}
 	for _, pod := range pods {
-		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; operand.IsLive(pod) && hash != rs.updateHash {
+		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; operand.IsLive(pod) && hash != rs.UpdateHash {
 			running[hash] = true
 		}
 	}
-	if len(running) == 0 || ps.Status.CurrentRevision == rs.update.Name {
-		return rs.update, rs.updateTemplate, rs.updateHash
+	if len(running) == 0 || ps.Status.CurrentRevision == rs.Update.Name {
+		return rs.Update, rs.UpdateTemplate, rs.UpdateHash
 	}
 	var current *appsv1.ControllerRevision
-	for _, cr := range rs.all {
+	for _, cr := range rs.All {
 		switch {
 		case ps.Status.CurrentRevision != "":
 			if cr.Name != ps.Status.CurrentRevision {
 				continue
 			}
-		case cr.Name == rs.update.Name || !running[revisionHash(cr)]:
+		case cr.Name == rs.Update.Name || !running[revision.HashOf(cr)]:
 			continue
 		case current != nil && current.Revision >= cr.Revision:
 			continue
@@ -100,10 +99,10 @@ func currentRevision(ps *appv1alpha1.PodSet, rs *revisionState, pods []*slimpod.
 	}
 	if current != nil {
 		if tmpl, err := revision.Decode(current); err == nil {
-			return current, tmpl, revisionHash(current)
+			return current, tmpl, revision.HashOf(current)
 		}
 	}
-	return rs.update, rs.updateTemplate, rs.updateHash
+	return rs.Update, rs.UpdateTemplate, rs.UpdateHash
 }
 
 // startFirstRevision stores a new PodSet's first revision beside its first
@@ -136,7 +135,7 @@ func (r *PodSetReconciler) startFirstRevision(ctx context.Context, s *podSetScop
 		created <- err
 	}(cr.DeepCopy())
 	s.firstRevision = created
-	rs.all = append(rs.all, cr)
+	rs.All = append(rs.All, cr)
 	return cr, nil
 }
 
@@ -150,17 +149,17 @@ func (r *PodSetReconciler) awaitFirstRevision(s *podSetScope) error {
 	if err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return nil
 	}
-	return fmt.Errorf("creating revision %s: %w", s.revisions.update.Name, err)
+	return fmt.Errorf("creating revision %s: %w", s.revisions.Update.Name, err)
 }
 
 // newRevision is the revision of the spec's pod template, hashed with the
 // PodSet's collision count, numbered after every stored one, not yet stored.
-func (r *PodSetReconciler) newRevision(ps *appv1alpha1.PodSet, rs *revisionState) (*appsv1.ControllerRevision, error) {
-	data, err := revision.Encode(rs.updateTemplate)
+func (r *PodSetReconciler) newRevision(ps *appv1alpha1.PodSet, rs *revision.State) (*appsv1.ControllerRevision, error) {
+	data, err := revision.Encode(rs.UpdateTemplate)
 	if err != nil {
 		return nil, err
 	}
-	hash := revision.Hash(rs.updateTemplate, rs.collisionCount)
+	hash := revision.Hash(rs.UpdateTemplate, rs.CollisionCount)
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      revision.Name(ps.Name, hash),
@@ -173,7 +172,7 @@ func (r *PodSetReconciler) newRevision(ps *appv1alpha1.PodSet, rs *revisionState
 			Annotations: changeCause(ps),
 		},
 		Data:     data,
-		Revision: revision.NextNumber(rs.all),
+		Revision: revision.NextNumber(rs.All),
 	}
 	if err := controllerutil.SetControllerReference(ps, cr, r.Scheme); err != nil {
 		return nil, err
@@ -195,7 +194,7 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		err = r.Create(ctx, cr)
 		if err == nil {
 			s.record.recentRevision.created(cr, time.Now())
-			rs.all = append(rs.all, cr)
+			rs.All = append(rs.All, cr)
 			return cr, nil
 		}
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -212,10 +211,10 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
 			return nil, fmt.Errorf("reading revision %s: %w", cr.Name, err)
 		}
-		if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.updateTemplate) {
+		if tmpl, err := revision.Decode(existing); err == nil && revision.SameTemplate(tmpl, rs.UpdateTemplate) {
 			switch ref := metav1.GetControllerOfNoCopy(existing); {
 			case ref != nil && ref.UID == ps.UID:
-				rs.all = append(rs.all, existing)
+				rs.All = append(rs.All, existing)
 				return existing, nil
 			case ref == nil && revisionSelector(ps).Matches(labels.Set(existing.Labels)) && existing.DeletionTimestamp == nil:
 				// An orphan of this PodSet's name that the cache did not
@@ -224,13 +223,13 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 				if err != nil || adopted == nil {
 					return nil, err
 				}
-				rs.all = append(rs.all, adopted)
+				rs.All = append(rs.All, adopted)
 				return adopted, nil
 			}
 		}
 		// The name is taken by another template, or by a revision this
 		// PodSet may not use (another controller's).
-		rs.collisionCount = ptr.To(ptr.Deref(rs.collisionCount, 0) + 1)
+		rs.CollisionCount = ptr.To(ptr.Deref(rs.CollisionCount, 0) + 1)
 	}
 	return nil, fmt.Errorf("no free revision name for PodSet %s after %d hash collisions", ps.Name, maxCollisionRetries)
 }
@@ -256,11 +255,6 @@ func changeCause(ps *appv1alpha1.PodSet) map[string]string {
 	return nil
 }
 
-// revisionHash is the hash a revision's pods carry.
-func revisionHash(cr *appsv1.ControllerRevision) string {
-	return cr.Labels[appv1alpha1.LabelRevisionHash]
-}
-
 // labelUnrevisionedPods gives a revision label to live pods that have none:
 // pods made by operator v0.1.0, before revisions existed, and orphans just
 // adopted. A pod that matches the update (or current) template is labelled as
@@ -269,7 +263,7 @@ func revisionHash(cr *appsv1.ControllerRevision) string {
 // (see slimPod), which is what the comparison reads.
 func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetScope) error {
 	rs := &s.revisions
-	if rs.update == nil || s.podSet.DeletionTimestamp != nil {
+	if rs.Update == nil || s.podSet.DeletionTimestamp != nil {
 		return nil
 	}
 	var errs []error
@@ -279,10 +273,10 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 		}
 		var hash string
 		switch {
-		case operand.MatchesTemplate(pod, rs.updateTemplate, r.DefaultImage):
-			hash = rs.updateHash
-		case rs.currentHash != rs.updateHash && operand.MatchesTemplate(pod, rs.currentTemplate, r.DefaultImage):
-			hash = rs.currentHash
+		case operand.MatchesTemplate(pod, rs.UpdateTemplate, r.DefaultImage):
+			hash = rs.UpdateHash
+		case rs.CurrentHash != rs.UpdateHash && operand.MatchesTemplate(pod, rs.CurrentTemplate, r.DefaultImage):
+			hash = rs.CurrentHash
 		default:
 			continue
 		}
@@ -305,14 +299,14 @@ func (r *PodSetReconciler) labelUnrevisionedPods(ctx context.Context, s *podSetS
 // run by a pod.
 func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) error {
 	rs := &s.revisions
-	if rs.update == nil {
+	if rs.Update == nil {
 		return nil
 	}
 	// The spec's revision, and the last completed one, which
 	// auto-rollback returns to.
-	keep := map[string]bool{rs.update.Name: true, rs.current.Name: true, s.podSet.Status.LastCompletedRevision: true}
-	if rs.spec != nil {
-		keep[rs.spec.Name] = true
+	keep := map[string]bool{rs.Update.Name: true, rs.Current.Name: true, s.podSet.Status.LastCompletedRevision: true}
+	if rs.Spec != nil {
+		keep[rs.Spec.Name] = true
 	}
 	for _, pod := range s.pods {
 		if hash := pod.Labels[appv1alpha1.LabelRevisionHash]; hash != "" {
@@ -321,7 +315,7 @@ func (r *PodSetReconciler) pruneRevisions(ctx context.Context, s *podSetScope) e
 	}
 	limit := int(ptr.Deref(s.podSet.Spec.RevisionHistoryLimit, DefaultRevisionHistoryLimit))
 	var errs []error
-	for _, cr := range revision.ToPrune(rs.all, keep, limit) {
+	for _, cr := range revision.ToPrune(rs.All, keep, limit) {
 		err := r.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pruning revision %s: %w", cr.Name, err))

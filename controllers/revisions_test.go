@@ -61,7 +61,7 @@ func TestNewPodSetStoresItsFirstRevisionBesideItsPods(t *testing.T) {
 	pods := podsIn(g, c)
 	g.Expect(pods).To(HaveLen(3))
 	for _, pod := range pods {
-		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revisionHash(&revs[0])))
+		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revision.HashOf(&revs[0])))
 	}
 }
 
@@ -101,11 +101,11 @@ func TestNamesakesLeftoverRevisionIsResolvedBeforeThePodsAreCreated(t *testing.T
 		}
 	}
 	g.Expect(ours).NotTo(BeNil())
-	g.Expect(revisionHash(ours)).NotTo(Equal(hash))
+	g.Expect(revision.HashOf(ours)).NotTo(Equal(hash))
 	pods := podsIn(g, c)
 	g.Expect(pods).To(HaveLen(3))
 	for _, pod := range pods {
-		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revisionHash(ours)))
+		g.Expect(pod.Labels[appv1alpha1.LabelRevisionHash]).To(Equal(revision.HashOf(ours)))
 	}
 	stored := &appv1alpha1.PodSet{}
 	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(ps), stored)).To(Succeed())
@@ -140,7 +140,7 @@ func TestFailedFirstRevisionIsStoredByTheRetry(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	revs := revisionsIn(g, c)
 	g.Expect(revs).To(HaveLen(1))
-	g.Expect(revisionHash(&revs[0])).To(Equal(pods[0].Labels[appv1alpha1.LabelRevisionHash]))
+	g.Expect(revision.HashOf(&revs[0])).To(Equal(pods[0].Labels[appv1alpha1.LabelRevisionHash]))
 	g.Expect(podsIn(g, c)).To(HaveLen(3), "the retry created pods again")
 }
 

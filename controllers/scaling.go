@@ -23,6 +23,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/revision"
+	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
@@ -41,7 +42,7 @@ const (
 
 // scalePods creates, deletes and updates in place pods so that
 // spec.replicas live pods run the update revision (partition of them the old
-// one), within the update strategy's bounds: see rolling_update.go for what
+// one), within the update strategy's bounds: see rolloutstate.State.Step for what
 // one step does. It acts only when every write of the previous reconcile has
 // been observed in the cache; otherwise the cache may still lack pods just
 // created (or still hold pods just deleted, or show pods as they were before
@@ -59,7 +60,7 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCac
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedDelete
 		return 0, err
 	}
-	if s.expectationsWait > 0 || podCache.hold || s.revisions.update == nil || s.record.namespaceTerminating.Load() ||
+	if s.expectationsWait > 0 || podCache.hold || s.revisions.Update == nil || s.record.namespaceTerminating.Load() ||
 		s.record.podPatches.behind(s.pods, time.Now()) {
 		return 0, nil
 	}
@@ -67,22 +68,22 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCac
 
 	// A template no pod can be made from rolls nothing: not one pod of the
 	// revisions that run is deleted or updated for it.
-	if err := r.templateRefusal(s.podSet, s.revisions.updateTemplate, s.revisions.updateHash); err != nil {
+	if err := r.templateRefusal(s.podSet, s.revisions.UpdateTemplate, s.revisions.UpdateHash); err != nil {
 		err = r.templateRefused(s.podSet, err)
 		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
 		return 0, err
 	}
-	step, err := planStep(s.podSet, &s.revisions, s.pods, time.Now(), r.burstReplicas())
-	if err != nil {
-		s.outcome.Err, s.outcome.FailureReason = err, appv1alpha1.ReasonFailedCreate
-		return 0, err
+	if s.rolloutErr != nil {
+		s.outcome.Err, s.outcome.FailureReason = s.rolloutErr, appv1alpha1.ReasonFailedCreate
+		return 0, s.rolloutErr
 	}
+	step := s.rollout.Step(r.burstReplicas())
 	// In-place updates change no pod count: they go beside the step's
 	// creations and deletions, and the expectations do not wait for them.
-	inPlaceWait, inPlaceErr := r.updatePodsInPlace(ctx, s, step.inPlace)
+	inPlaceWait, inPlaceErr := r.updatePodsInPlace(ctx, s, step.InPlace)
 	moving := map[types.UID]bool{}
-	for _, mv := range step.inPlace {
-		moving[mv.pod.UID] = true
+	for _, mv := range step.InPlace {
+		moving[mv.Pod.UID] = true
 	}
 	if err := r.finishInPlaceUpdates(ctx, s, moving); err != nil {
 		inPlaceErr = kerrors.NewAggregate([]error{inPlaceErr, err})
@@ -97,45 +98,45 @@ func (r *PodSetReconciler) scalePods(ctx context.Context, s *podSetScope, podCac
 }
 
 // scale makes the step's creations and deletions.
-func (r *PodSetReconciler) scale(ctx context.Context, s *podSetScope, step step) error {
-	creations := step.createUpdated + step.createOld
-	if creations > 0 || len(step.victims) > 0 {
-		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.victims))
+func (r *PodSetReconciler) scale(ctx context.Context, s *podSetScope, step rolloutstate.Step) error {
+	creations := step.CreateUpdated + step.CreateOld
+	if creations > 0 || len(step.Victims) > 0 {
+		logf.FromContext(ctx).V(1).Info("scaling step", "pods", len(s.pods), "create", creations, "delete", len(step.Victims))
 	}
 	if r.Expectations.Expired(s.key) {
 		metrics.ExpectationsExpired.Inc()
 	}
 	// Expect the writes before issuing them: their watch events can arrive
 	// before the calls return.
-	r.Expectations.Expect(s.key, creations, operand.UIDs(step.victims))
-	if creations == 0 && len(step.victims) > 0 {
+	r.Expectations.Expect(s.key, creations, operand.UIDs(step.Victims))
+	if creations == 0 && len(step.Victims) > 0 {
 		if bg := r.background.Context(); bg != nil {
-			r.deletePodsInBackground(ctx, bg, s, step.victims)
+			r.deletePodsInBackground(ctx, bg, s, step.Victims)
 			return nil
 		}
 	}
 	// Their events lag from the moment the last of them returned.
 	defer r.Expectations.WritesReturned(s.key)
 
-	if step.deletionsCapped {
+	if step.DeletionsCapped {
 		// The burst cut the deletions short; creations planned on the
 		// assumption that they all happened wait for the next step.
-		step.createUpdated, step.createOld = 0, 0
+		step.CreateUpdated, step.CreateOld = 0, 0
 	}
 	// Deletions go first, and a creation that needs the room one of them
 	// frees waits for its answer (podwrites.SurgeRoom), so that a step's
 	// creations never push the live pods past replicas + maxSurge, not
 	// even briefly.
 	var room *podwrites.SurgeRoom
-	if len(step.victims) > 0 {
-		room = podwrites.NewSurgeRoom(step.headroom)
+	if len(step.Victims) > 0 {
+		room = podwrites.NewSurgeRoom(step.Headroom)
 	}
-	deletesAnswered := r.deletePods(ctx, s, step.victims, room)
+	deletesAnswered := r.deletePods(ctx, s, step.Victims, room)
 	rs := &s.revisions
-	created, err := r.createPods(ctx, s, rs.updateTemplate, rs.updateHash, step.createUpdated, room)
+	created, err := r.createPods(ctx, s, rs.UpdateTemplate, rs.UpdateHash, step.CreateUpdated, room)
 	if err == nil {
 		var n int
-		n, err = r.createPods(ctx, s, rs.currentTemplate, rs.currentHash, step.createOld, room)
+		n, err = r.createPods(ctx, s, rs.CurrentTemplate, rs.CurrentHash, step.CreateOld, room)
 		created += n
 	}
 	// No event will ever come for a pod that was not created: one refused,

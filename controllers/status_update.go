@@ -11,7 +11,6 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/metrics"
-	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -22,7 +21,7 @@ import (
 func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (time.Duration, error) {
 	now := time.Now()
 	pacing, interval := &s.record.statusPacing, r.StatusWriteInterval
-	computed := status.Compute(s.podSet, s.pods, observed(s.podSet, &s.revisions, s.rollback, s.pods, now), s.outcome, now)
+	computed := status.Compute(s.podSet, s.pods, observed(s), s.outcome, now)
 	switch {
 	case equality.Semantic.DeepEqual(computed, s.podSet.Status):
 		return 0, nil
@@ -89,22 +88,23 @@ func (r *PodSetReconciler) reportRollback(ps *appv1alpha1.PodSet, before, after 
 }
 
 // observed is what the status is computed from besides the pods: the
-// PodSet's revisions, once syncRevisions found them, and the rollout
-// arithmetic's input for the pods, as the scaling phase sees it.
-func observed(ps *appv1alpha1.PodSet, rs *revisionState, rollback status.Rollback, pods []*slimpod.Pod, now time.Time) status.Observed {
-	spec, specHash := rs.spec, rs.specHash
+// PodSet's revisions, once syncRevisions found them, and where the rollout
+// stands for the pods, as the scaling phase saw it.
+func observed(s *podSetScope) status.Observed {
+	rs := &s.revisions
+	spec, specHash := rs.Spec, rs.SpecHash
 	if spec == nil {
-		spec, specHash = rs.update, rs.updateHash
+		spec, specHash = rs.Update, rs.UpdateHash
 	}
-	o := status.Observed{UpdateHash: specHash, Rollback: rollback}
-	if rs.update != nil {
-		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = spec.Name, rs.current.Name, rs.collisionCount
-		o.TargetRevision = rs.update.Name
+	o := status.Observed{UpdateHash: specHash, Rollback: s.rollback}
+	if rs.Update != nil {
+		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = spec.Name, rs.Current.Name, rs.CollisionCount
+		o.TargetRevision = rs.Update.Name
 	}
-	if in, g, err := rolloutInput(ps, rs, pods, now); err == nil {
-		o.Rollout = &in
-		if in.Strategy.InPlaceOnly {
-			o.KeptInPlace = g.firstKeptInPlace(rs)
+	if s.rollout != nil {
+		o.Rollout = &s.rollout.Input
+		if s.rollout.Input.Strategy.InPlaceOnly {
+			o.KeptInPlace = s.rollout.FirstKeptInPlace()
 		}
 	}
 	return o

@@ -1,8 +1,9 @@
 // Package rollout is the arithmetic of one reconcile step of a PodSet: how
 // many pods of the update revision and of the old revision to create, and how
 // many to delete from each, for a given strategy. It counts pods; it never
-// sees one. controllers/rolling_update.go turns a Plan into pods to create and
-// pods to delete (chosen by the deletion ranking) and makes the API calls.
+// sees one. controllers/rolloutstate turns a Plan into pods to create and
+// pods to delete (chosen by the deletion ranking); the reconciler makes the
+// API calls.
 //
 // The model is the Deployment controller's rolling update, applied to pods
 // owned directly as OpenKruise's CloneSet does:
