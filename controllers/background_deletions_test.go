@@ -109,7 +109,7 @@ func TestAStepThatOnlyDeletesDoesNotWaitForItsDeletes(t *testing.T) {
 	b.Wait()
 	g.Expect(podsIn(g, c)).To(HaveLen(2))
 	g.Expect(r.Recorder.(*events.FakeRecorder).Events).To(Receive(ContainSubstring("Deleted 3 pods")))
-	g.Consistently(r.wakeUps.ch, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
+	g.Consistently(r.wakeUps.Events, 100*time.Millisecond).ShouldNot(Receive(), "nothing failed, nothing was held back")
 }
 
 // A step that also creates still waits for its deletes, so that its
@@ -147,7 +147,7 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 	held.free()
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
-	g.Eventually(r.wakeUps.ch).Should(Receive())
+	g.Eventually(r.wakeUps.Events).Should(Receive())
 
 	err := reconcileReturns(g, r, ps)
 	g.Expect(err).To(MatchError(ContainSubstring("denied by a webhook")))
@@ -185,7 +185,7 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Expect(held.sent.Load()).To(BeEquivalentTo(3))
 
 	held.free()
-	g.Eventually(r.wakeUps.ch).Should(Receive())
+	g.Eventually(r.wakeUps.Events).Should(Receive())
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
 }
 

@@ -47,14 +47,14 @@ func TestReconcileRefusedByTheFenceIsQueuedAtTheRenewal(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "an error would send the PodSet to the exponential backoff")
 	g.Expect(res.RequeueAfter).To(Equal(FencedRecheckInterval))
 	g.Expect(podsIn(g, c)).To(BeEmpty())
-	g.Expect(queuedNames(r.wakeUps.ch)).To(BeEmpty(), "queued before the lease was renewed")
+	g.Expect(queuedNames(r.wakeUps.Events)).To(BeEmpty(), "queued before the lease was renewed")
 
 	clock = clock.Add(time.Second)
 	renewLease(g, f)
-	g.Expect(queuedNames(r.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+	g.Expect(queuedNames(r.wakeUps.Events)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 
 	renewLease(g, f)
-	g.Expect(queuedNames(r.wakeUps.ch)).To(BeEmpty(), "queued once per refusal")
+	g.Expect(queuedNames(r.wakeUps.Events)).To(BeEmpty(), "queued once per refusal")
 }
 
 // The renewal can come between the fence's refusal and the PodSet's being
@@ -68,7 +68,7 @@ func TestWaitForRenewalAfterTheRenewalQueuesAtOnce(t *testing.T) {
 
 	r.waitForRenewal(r.records.of(ps))
 
-	g.Expect(queuedNames(r.wakeUps.ch)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
+	g.Expect(queuedNames(r.wakeUps.Events)).To(Equal([]string{client.ObjectKeyFromObject(ps).String()}))
 }
 
 // renewLease has f's lease lock write the lease, as client-go's leader

@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/podset-operator/controllers/consistency"
+	"github.com/example/podset-operator/controllers/wakeups"
 )
 
 func TestLagScanQueuesLaggingPodSets(t *testing.T) {
 	g := NewWithT(t)
 	clock := time.Unix(1000, 0)
-	r := &PodSetReconciler{Expectations: newExpectations(consistency.WithClock(func() time.Time { return clock })), wakeUps: newWakeUps()}
+	r := &PodSetReconciler{Expectations: newExpectations(consistency.WithClock(func() time.Time { return clock })), wakeUps: wakeups.New()}
 	e := r.Expectations
 	e.ExpectCreations(consistency.Key("ns", "web", "uid-1"), 1)
 	e.ExpectCreations(consistency.Key("ns", "db", "uid-2"), 1)
@@ -28,13 +29,13 @@ func TestLagScanQueuesLaggingPodSets(t *testing.T) {
 	scan := r.newLagScan()
 
 	g.Expect(scan.Scan(context.Background())).To(BeTrue())
-	g.Expect(r.wakeUps.ch).To(HaveLen(1))
-	ev := <-r.wakeUps.ch
+	g.Expect(r.wakeUps.Events).To(HaveLen(1))
+	ev := <-r.wakeUps.Events
 	g.Expect(client.ObjectKeyFromObject(ev.Object)).To(Equal(client.ObjectKey{Namespace: "ns", Name: "web"}))
 
 	// A stopping manager does not block the loop on a full channel.
-	for range cap(r.wakeUps.ch) {
-		r.wakeUps.ch <- ev
+	for range cap(r.wakeUps.Events) {
+		r.wakeUps.Events <- ev
 	}
 	clock = clock.Add(time.Second)
 	e.ExpectCreations(consistency.Key("ns", "web", "uid-1"), 1)

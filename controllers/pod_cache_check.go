@@ -41,7 +41,7 @@ import (
 // A fourth makes it wait for nothing, possibly for minutes: writes whose
 // events do not come, because the pod watch broke as they were made; they
 // come with the relist. It shows as events that lag the writes by a second
-// or more (Expectations.Lagging, lagging_podsets.go).
+// or more (Expectations.Lagging, queueLagging below).
 //
 // In all four, before the PodSet acts, its cached pods are compared with the
 // API server's (one uncached list of its pods). Once they match, nothing it
@@ -94,7 +94,7 @@ func (r *PodSetReconciler) checkPodCache(ctx context.Context, s *podSetScope) (c
 	// Nor while the cache is known to be behind: the writes a reconcile
 	// made from the API server's pods are seen only once it catches up,
 	// and a reconcile acting (or reporting) on it meanwhile would be wrong.
-	// Nor when their events lag (lagging_podsets.go): the watch that
+	// Nor when their events lag (queueLagging below): the watch that
 	// should bring them is likely broken.
 	if !inDoubt && !behind && !lagging && (s.expectationsWait > 0 || !doubtful) {
 		return cacheVerdict{}, nil
@@ -210,4 +210,39 @@ func podCacheDiff(owner types.UID, cached []*slimpod.Pod, server []metav1.Partia
 func isControlledBy(obj metav1.Object, owner types.UID) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return ref != nil && ref.UID == owner
+}
+
+// A PodSet that made writes waits for their events before it acts again, up
+// to DefaultExpectationsTimeout. When the pod watch breaks right as the
+// writes are made, their events come only with client-go's relist, which
+// its reflector backoff may put off for a minute after API server restarts:
+// the fault matrix's broken-watch rollout waited about 10 s for it at every
+// run, doing nothing while the API server already had all it needed.
+//
+// Waking each PodSet a second after each of its steps would cost a
+// reconcile per step for the many PodSets whose events came in time (a
+// thousand per scale of the benchmark's 1000x1 shape). So one loop
+// (consistency.LagScan) looks at the expectations instead, and queues only
+// the PodSets whose events lag: their reconcile compares the cache with the
+// API server (pod_cache_check.go), and acts on the API server's pods if the
+// cache is behind.
+
+var lagLog = logf.Log.WithName("lagging-podsets")
+
+// newLagScan is the loop that queues the PodSets whose awaited events lag.
+func (r *PodSetReconciler) newLagScan() *consistency.LagScan {
+	return &consistency.LagScan{Expectations: r.Expectations, Interval: LagCheckInterval, Queue: r.queueLagging}
+}
+
+// queueLagging wakes the PodSet of a lagging expectations key; it reports
+// false when ctx ended first.
+func (r *PodSetReconciler) queueLagging(ctx context.Context, key string) bool {
+	nn, ok := consistency.PodSetOfKey(key)
+	if !ok {
+		return true
+	}
+	metrics.PodEventsLagging.Inc()
+	lagLog.V(1).Info("the pod events a PodSet waits for lag its writes; checking its cache against the API server",
+		"namespace", nn.Namespace, "name", nn.Name, "lag", ExpectationsLagThreshold)
+	return r.wakeUps.Wake(ctx, nn)
 }

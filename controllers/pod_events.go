@@ -42,7 +42,7 @@ type podEventHandler struct {
 	batchPeriod  time.Duration
 	// records is where the pods that left the cache by losing their
 	// app.example.com/podset label, rather than by being deleted, are recorded for
-	// their PodSet (see stray_pods.go).
+	// their PodSet (see claims.go).
 	records *podSetRecords
 }
 

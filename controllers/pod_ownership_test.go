@@ -49,10 +49,9 @@ func TestAdoptAndReleasePatchOnlyTheOwnersUnderTheLock(t *testing.T) {
 	r := &PodSetReconciler{Client: c, APIReader: c, Scheme: testScheme}
 	s := &podSetScope{podSet: ps, record: newPodSetRecords().of(ps), key: consistency.Key(ps.Namespace, ps.Name, ps.UID)}
 
-	adopted, err := r.adoptPods(context.Background(), s, []*slimpod.Pod{orphan})
+	claimed, err := r.refManager(s).ClaimPods(context.Background(), []*slimpod.Pod{orphan, owned})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(adopted).To(HaveLen(1))
-	g.Expect(r.releasePod(context.Background(), ps, &owned.ObjectMeta)).To(Succeed())
+	g.Expect(claimed).To(ConsistOf(HaveField("Name", "orphan")), "the orphan adopted, the mismatched pod released")
 
 	g.Expect(bodies).To(HaveLen(2))
 	for i, body := range bodies {
@@ -96,26 +95,4 @@ func TestPatchPodCarriesTheNewResourceVersionToTheNextPatch(t *testing.T) {
 	stale := pod.DeepCopy()
 	err := r.patchPod(context.Background(), s, stale, "", fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"annotations":{"third":"1"}}}`, pod.ResourceVersion))
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
-}
-
-// Up to 0.4.0 a pod stripped of app.kubernetes.io/name, instance or
-// managed-by was released; it still carries the PodSet's label, and is not
-// taken back.
-func TestOrphansReleasedByAnEarlierReleaseAreNotAdopted(t *testing.T) {
-	g := NewWithT(t)
-	ps := operandtest.PodSet(1)
-	full := operandtest.Pod("full")
-	full.Labels = operand.Labels(ps)
-	g.Expect(releasedByAnEarlierRelease(full)).To(BeFalse())
-	for _, k := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by"} {
-		stripped := operandtest.Pod("stripped")
-		stripped.Labels = operand.Labels(ps)
-		delete(stripped.Labels, k)
-		g.Expect(releasedByAnEarlierRelease(stripped)).To(BeTrue(), k)
-	}
-	// A template's own values count.
-	charted := operandtest.Pod("charted")
-	charted.Labels = operand.Labels(ps)
-	charted.Labels["app.kubernetes.io/managed-by"] = "Helm"
-	g.Expect(releasedByAnEarlierRelease(charted)).To(BeFalse())
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -26,8 +27,10 @@ import (
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/ownership"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/status"
+	"github.com/example/podset-operator/controllers/wakeups"
 )
 
 // RBAC: exactly what this code uses. PodSets are read through the cache
@@ -38,7 +41,7 @@ import (
 // Pods are cached (list, watch), created, deleted, patched to adopt or
 // release them, to label their revision or to update them in place, and
 // read directly (get) when one may have left the cache by losing its
-// app.example.com/podset label (stray_pods.go). An in-place update also patches a pod's
+// app.example.com/podset label (claims.go). An in-place update also patches a pod's
 // status (the condition of its readiness gate) and resizes it
 // (in_place_updates.go). Events go through the events.k8s.io API, which
 // patches a repeated event's series instead of creating a new one.
@@ -53,7 +56,7 @@ import (
 // name taken, to tell a stale cache from a hash collision.
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // ResourceQuotas are only watched: a change that makes room wakes the PodSets
-// whose creates were refused (quota_wakeups.go).
+// whose creates were refused (wakeups.RefusedPodSets).
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch
 
 // Reconcile brings one PodSet's pods to spec.replicas and writes its status.
@@ -118,7 +121,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
 // TransientRetryAfter), or because the leader fence refused a write (the
-// lease renewal queues it again, see fenced_podsets.go). A PodSet found gone
+// lease renewal queues it again, see waitForRenewal below). A PodSet found gone
 // from the API server (errNotOnServer) is looked at again only after
 // StalePodSetRecheckInterval: its deletion event normally comes first, and
 // what else failed in its reconcile (releasing a pod, say) no longer
@@ -179,7 +182,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		r.Expectations = newExpectations()
 	}
 	r.records = newPodSetRecords()
-	r.wakeUps = newWakeUps()
+	r.wakeUps = wakeups.New()
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.releaseFenced)
 	}
@@ -194,10 +197,10 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, revisionControllerField, indexRevisionByController); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, ownership.RevisionControllerField, ownership.IndexRevisionByController); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -216,12 +219,12 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 		// A revision deleted or changed by hand is recreated or corrected.
 		Owns(&appsv1.ControllerRevision{}).
 		// A quota that makes room wakes the PodSets it refused, instead of
-		// leaving them in the backoff (quota_wakeups.go).
-		Watches(&corev1.ResourceQuota{}, wakeRefusedPodSets(r.Client),
-			builder.WithPredicates(quotaMadeRoom())).
+		// leaving them in the backoff (wakeups.RefusedPodSets).
+		Watches(&corev1.ResourceQuota{}, wakeups.RefusedPodSets(r.Client),
+			builder.WithPredicates(wakeups.QuotaMadeRoom())).
 		// The PodSets to look at again that no watch event will bring
-		// (wakeups.go).
-		WatchesRawSource(r.wakeUps.source()).
+		// (controllers/wakeups).
+		WatchesRawSource(r.wakeUps.Source()).
 		// A standby of leader election fills its caches before it leads,
 		// so that a failover waits for the lease alone, not also for a
 		// list of every pod (seconds at tens of thousands of pods; see
@@ -246,7 +249,7 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 // such refusals the doubling would wait minutes more before trying again.
 // The cap bounds that to 30 s, for one refused create per PodSet each
 // 30 s. A quota that makes room wakes its PodSets at once
-// (quota_wakeups.go).
+// (wakeups.RefusedPodSets).
 const maxRetryDelay = 30 * time.Second
 
 // retryRateLimiter is controller-runtime's default rate limiter with the
@@ -258,4 +261,46 @@ func retryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
+}
+
+// The PodSets whose reconcile the leader fence refused are marked in their
+// records and queued again the moment this replica renews its lease.
+//
+// A refused reconcile used to fail, and so went to the controller's
+// exponential backoff: the many events that reach a replica resumed after a
+// pause (a relist delivers every change it missed) failed a PodSet's
+// reconcile again and again while the fence held, and once the lease was
+// renewed the PodSet waited out a backoff grown to seconds, with no event
+// left to wake it.
+
+// releaseFenced queues every PodSet the fence refused. It never blocks its
+// caller (the lease renewal).
+func (r *PodSetReconciler) releaseFenced() {
+	r.wakeUps.WakeAll(r.records.takeFenced())
+}
+
+// takeFenced returns the PodSets marked as refused by the fence, and
+// unmarks them.
+func (rs *podSetRecords) takeFenced() []types.NamespacedName {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var fenced []types.NamespacedName
+	for nn, rec := range rs.byName {
+		if rec.fenced.CompareAndSwap(true, false) {
+			fenced = append(fenced, nn)
+		}
+	}
+	return fenced
+}
+
+// waitForRenewal is the result of a reconcile the fence refused: the PodSet
+// is queued again when the lease is renewed, with no backoff.
+func (r *PodSetReconciler) waitForRenewal(rec *podSetRecord) time.Duration {
+	rec.fenced.Store(true)
+	// The renewal may have come between the refusal and the mark, and
+	// found nothing to release: look again now that the PodSet is marked.
+	if r.Fence.Allow() == nil {
+		r.releaseFenced()
+	}
+	return FencedRecheckInterval
 }

@@ -34,7 +34,9 @@ import (
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/ownership"
 	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/wakeups"
 )
 
 func TestStatusChangedPredicate(t *testing.T) {
@@ -76,7 +78,7 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 		Pods:                podIndexWith(t, pods),
 		StatusWriteInterval: DefaultStatusWriteInterval,
 		records:             newPodSetRecords(),
-		wakeUps:             newWakeUps(),
+		wakeUps:             wakeups.New(),
 	}, c
 }
 
@@ -84,8 +86,8 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 func unitClientBuilder(objs ...client.Object) *fake.ClientBuilder {
 	return fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
 		WithStatusSubresource(&appv1alpha1.PodSet{}).
-		WithIndex(&appsv1.ControllerRevision{}, revisionPodSetField, indexRevisionByPodSet).
-		WithIndex(&appsv1.ControllerRevision{}, revisionControllerField, indexRevisionByController)
+		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet).
+		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionControllerField, ownership.IndexRevisionByController)
 }
 
 func reconcileOnce(r *PodSetReconciler, ps *appv1alpha1.PodSet) (ctrl.Result, error) {

@@ -400,7 +400,7 @@ func TestIntegrationReportsReplicaFailureFromQuota(t *testing.T) {
 
 // A PodSet refused by a quota for a while is deep in the controller's
 // backoff: after 12 s of refusals its next attempt is about 8 s away. Room
-// made in the quota must wake it at once (quota_wakeups.go), not at the end
+// made in the quota must wake it at once (wakeups.RefusedPodSets), not at the end
 // of that backoff.
 func TestIntegrationAQuotaThatMakesRoomWakesARefusedPodSet(t *testing.T) {
 	requireEnvtest(t)

@@ -42,7 +42,7 @@ type podSetRecord struct {
 	// statusPacing spaces the PodSet's progress writes (status.Pacing).
 	statusPacing status.Pacing
 	// writtenStatus is the last status the reconciler wrote, until the
-	// cache shows that write (unseen_status_writes.go).
+	// cache shows that write (statusWritten, below).
 	writtenStatus consistency.Unseen[*appv1alpha1.PodSetStatus]
 	// podSetRead is the PodSet as read from the API server while the
 	// PodSet watch was down, until the cache shows it; podSetReadAfter is
@@ -60,10 +60,10 @@ type podSetRecord struct {
 	// namespace being deleted: it creates nothing more (scaling.go).
 	namespaceTerminating atomic.Bool
 	// fenced is set while the PodSet waits for the lease's renewal, the
-	// leader fence having refused its reconcile (fenced_podsets.go).
+	// leader fence having refused its reconcile (podset_controller.go).
 	fenced atomic.Bool
 	// strays are the PodSet's pods that left the cache by losing their
-	// app.example.com/podset label, recorded by the pod event handler (stray_pods.go).
+	// app.example.com/podset label, recorded by the pod event handler (claims.go).
 	strays strayPods
 	// background is what the PodSet's deletes sent in the background left
 	// for its reconciles (podwrites.Background).
@@ -143,7 +143,7 @@ func (rs *podSetRecords) forget(nn types.NamespacedName) {
 
 // strayPods are, in the PodSet's record, the pods that left the pod cache
 // while still controlled by the PodSet and not being deleted (see
-// stray_pods.go). The pod event handler adds them; the reconciles release
+// claims.go). The pod event handler adds them; the reconciles release
 // them.
 type strayPods struct {
 	mu    sync.Mutex
@@ -329,4 +329,42 @@ func (w *failureWatch) observe(hash string, pods []*slimpod.Pod, since time.Time
 	}
 	w.pods = seen
 	return out, next
+}
+
+// A status write's own watch event can reach the PodSet informer after the
+// events of pods that changed later: on a loaded API server the informers
+// lag by up to a second, and not by the same amount. A reconcile brought by
+// such a pod event reads the PodSet as it was before the write. Computed
+// against that stale status, the new one differs from it, so it was written
+// again: at best a patch that changes nothing (the API server holds that
+// status already), often one that moves lastProgressTime on by a second,
+// since the stale copy's observedGeneration makes the written progress look
+// new once more. Either is a whole custom-resource write to decode, patch and
+// validate: the 1000x1 benchmark's scale-down sent 132–162 of them for 1000
+// PodSets (docs/architecture.md, "Status writes the cache has not seen"). A
+// condition's transition time could move the same way.
+//
+// So the PodSet's record keeps each status written until the cache has it
+// (podSetRecord.writtenStatus), and a reconcile whose cached PodSet is older
+// than the write starts from the written status instead: that is what the
+// API server holds (a status patch applies to the newest PodSet, whatever
+// the spec). What it computes is then compared with, and patched against,
+// the status really stored. The write's own event still comes; it changes
+// the cached status, so it brings a reconcile (statusChangedPredicate),
+// which finds nothing left to write.
+
+// statusWritten records the PodSet a status write returned.
+func (rec *podSetRecord) statusWritten(written *appv1alpha1.PodSet) {
+	rec.writtenStatus.Hold(written.ResourceVersion, written.Status.DeepCopy())
+}
+
+// restoreWrittenStatus gives ps, read from the cache or the API server, the
+// status last written when that copy does not have the write yet, and
+// reports whether it did.
+func (rec *podSetRecord) restoreWrittenStatus(ps *appv1alpha1.PodSet) bool {
+	written, ok := rec.writtenStatus.NewerThan(ps.ResourceVersion)
+	if ok {
+		ps.Status = *written.DeepCopy()
+	}
+	return ok
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
+	"github.com/example/podset-operator/controllers/wakeups"
 )
 
 // DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
@@ -78,7 +79,7 @@ type PodSetReconciler struct {
 	// (podset_record.go).
 	records *podSetRecords
 	// wakeUps queues the PodSets that no watch event will bring.
-	wakeUps       *wakeUps
+	wakeUps       *wakeups.Queue
 	podWriteSlots podwrites.Slots
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.

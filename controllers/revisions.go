@@ -18,6 +18,7 @@ import (
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/ownership"
 	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
@@ -216,10 +217,10 @@ func (r *PodSetReconciler) createRevision(ctx context.Context, s *podSetScope) (
 			case ref != nil && ref.UID == ps.UID:
 				rs.All = append(rs.All, existing)
 				return existing, nil
-			case ref == nil && revisionSelector(ps).Matches(labels.Set(existing.Labels)) && existing.DeletionTimestamp == nil:
+			case ref == nil && ownership.RevisionSelector(ps).Matches(labels.Set(existing.Labels)) && existing.DeletionTimestamp == nil:
 				// An orphan of this PodSet's name that the cache did not
 				// show to claimRevisions: adopting it is no collision.
-				adopted, err := r.adoptRevision(ctx, s, existing)
+				adopted, err := r.refManager(s).AdoptRevision(ctx, existing)
 				if err != nil || adopted == nil {
 					return nil, err
 				}

@@ -313,7 +313,7 @@ func (r *PodSetReconciler) deletePodsInBackground(ctx, bg context.Context, s *po
 	r.background.Run(&rec.background, wait, func(deleted int, _ error) {
 		r.Expectations.WritesReturned(key)
 		r.deletesAnswered(bg, ps, deleted)
-	}, func(ctx context.Context) { r.wakeUps.wake(ctx, rec.name) })
+	}, func(ctx context.Context) { r.wakeUps.Wake(ctx, rec.name) })
 }
 
 // sendDeletes takes a pod write slot for each victim under ctx, waiting

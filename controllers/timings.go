@@ -67,7 +67,7 @@ const ExpectationsLagThreshold = time.Second
 // LagCheckInterval is how often the expectations are scanned for PodSets
 // whose awaited pod events lag (Expectations.TakeLagging).
 //
-// Used in lagging_podsets.go.
+// Used in pod_cache_check.go.
 const LagCheckInterval = 250 * time.Millisecond
 
 // recentRevisionsTTL is how long a created revision that the cache does not
@@ -107,10 +107,10 @@ const (
 
 // FencedRecheckInterval is when a PodSet whose reconcile the fence refused
 // is looked at again if no lease renewal has queued it sooner. Normally the
-// renewal does (fenced_podsets.go); this only bounds the wait should a renewal
+// renewal does (podset_controller.go); this only bounds the wait should a renewal
 // be missed.
 //
-// Used in fenced_podsets.go.
+// Used in podset_controller.go.
 const FencedRecheckInterval = 5 * time.Second
 
 // TransientRetryAfter is when a reconcile that failed only because the API

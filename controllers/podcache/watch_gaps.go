@@ -45,7 +45,7 @@ import (
 // or a consumer it found too slow) is resumed from its resourceVersion and
 // misses nothing; nor a 429, the API server's way to ask for fewer requests,
 // which a read per PodSet would not help. Awaited events that are late for
-// those reasons are what lagging_podsets.go looks for.
+// those reasons are what pod_cache_check.go looks for.
 
 // WatchGaps knows whether the pod and PodSet informers' watches deliver.
 // CacheOptions wires it to the informers; a nil WatchGaps sees no gap.

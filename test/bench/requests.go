@@ -234,7 +234,7 @@ var explainedRequests = map[string]bool{
 	"create events":              true, // one event per scaling step
 	"patch events":               true, // a repeated event's series
 	// A PodSet whose awaited pod events lag its writes by a second checks
-	// its cache against the API server (controllers/lagging_podsets.go):
+	// its cache against the API server (controllers/pod_cache_check.go):
 	// one list of its pods, and a read of the PodSet when they differ.
 	// None in the runs measured so far; a loaded API server could bring
 	// some.

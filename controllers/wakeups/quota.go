@@ -1,4 +1,4 @@
-package controllers
+package wakeups
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // A PodSet whose pod creates a ResourceQuota refuses is retried on the
 // controller's exponential backoff, which doubles from 5 ms to 30 s
-// (maxRetryDelay): after a minute of refusals the next attempt is half a
+// (the reconciler's maxRetryDelay): after a minute of refusals the next attempt is half a
 // minute away. Raising or deleting the quota changes nothing the
 // PodSet watches (its own spec, its pods), so without help it would wait out
 // that backoff after the admin had made room. The ReplicaSet controller does
@@ -39,10 +39,10 @@ import (
 // the API server took to catch up, not after the backoff the refusals before
 // the wake had built.
 
-// quotaMadeRoom passes the ResourceQuota events after which a create it
+// QuotaMadeRoom passes the ResourceQuota events after which a create it
 // refused may succeed. A new quota only adds limits, so creation passes
 // nothing.
-func quotaMadeRoom() predicate.Funcs {
+func QuotaMadeRoom() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
@@ -103,9 +103,9 @@ func podSetsRefusedIn(reader client.Reader) func(context.Context, client.Object)
 	}
 }
 
-// wakeRefusedPodSets enqueues the PodSets a quota event may unblock
+// RefusedPodSets enqueues the PodSets a quota event may unblock
 // (podSetsRefusedIn), each with its backoff forgotten.
-func wakeRefusedPodSets(reader client.Reader) handler.EventHandler {
+func RefusedPodSets(reader client.Reader) handler.EventHandler {
 	refused := podSetsRefusedIn(reader)
 	wake := func(ctx context.Context, quota client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range refused(ctx, quota) {

@@ -1,4 +1,4 @@
-package controllers
+package wakeups
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -60,7 +61,7 @@ func TestQuotaRoomGrew(t *testing.T) {
 			g.Expect(quotaRoomGrew(&tc.old, &tc.new)).To(Equal(tc.want))
 			old := &corev1.ResourceQuota{Status: tc.old}
 			updated := &corev1.ResourceQuota{Status: tc.new}
-			g.Expect(quotaMadeRoom().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated})).To(Equal(tc.want))
+			g.Expect(QuotaMadeRoom().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated})).To(Equal(tc.want))
 		})
 	}
 }
@@ -68,9 +69,9 @@ func TestQuotaRoomGrew(t *testing.T) {
 func TestQuotaMadeRoomOnDeletionOnly(t *testing.T) {
 	g := NewWithT(t)
 	q := &corev1.ResourceQuota{Status: quotaStatus(quotaLimit{corev1.ResourcePods, "0", "0"})}
-	g.Expect(quotaMadeRoom().Delete(event.DeleteEvent{Object: q})).To(BeTrue())
-	g.Expect(quotaMadeRoom().Create(event.CreateEvent{Object: q})).To(BeFalse())
-	g.Expect(quotaMadeRoom().Generic(event.GenericEvent{Object: q})).To(BeFalse())
+	g.Expect(QuotaMadeRoom().Delete(event.DeleteEvent{Object: q})).To(BeTrue())
+	g.Expect(QuotaMadeRoom().Create(event.CreateEvent{Object: q})).To(BeFalse())
+	g.Expect(QuotaMadeRoom().Generic(event.GenericEvent{Object: q})).To(BeFalse())
 }
 
 func TestPodSetsRefusedInWakesOnlyFailingPodSetsOfTheQuotaNamespace(t *testing.T) {
@@ -82,7 +83,7 @@ func TestPodSetsRefusedInWakesOnlyFailingPodSetsOfTheQuotaNamespace(t *testing.T
 		}
 		return ps
 	}
-	reader := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(
+	reader := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(
 		withFailure("a", "refused", metav1.ConditionTrue),
 		withFailure("a", "fine", metav1.ConditionFalse),
 		withFailure("a", "new", ""),
@@ -102,7 +103,7 @@ func TestWakeRefusedPodSetsRestartsTheBackoff(t *testing.T) {
 	g := NewWithT(t)
 	refused := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "refused"}}
 	refused.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue, Reason: "r"}}
-	reader := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(refused).Build()
+	reader := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(refused).Build()
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "q"}}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "refused"}}
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -121,9 +122,18 @@ func TestWakeRefusedPodSetsRestartsTheBackoff(t *testing.T) {
 		}
 		g.Expect(q.NumRequeues(req)).To(Equal(12), name)
 
-		wake(wakeRefusedPodSets(reader), q)
+		wake(RefusedPodSets(reader), q)
 		g.Expect(q.NumRequeues(req)).To(BeZero(), name)
 		g.Expect(q.Len()).To(Equal(1), name)
 		q.ShutDown()
 	}
+}
+
+// scheme knows the PodSets the fake client holds.
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := appv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
 }
