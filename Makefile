@@ -103,6 +103,11 @@ OLMV1_BIN ?= $(LOCALBIN)/olmv1-$(OPERATOR_CONTROLLER_VERSION)
 # with the etcd of K8S_BIN.
 ENVTEST_OLDEST ?= $(LOCALBIN)/envtest-k8s-$(K8S_OLDEST_VERSION)-olm-$(OLM_VERSION)
 ENVTEST_RESIZE ?= $(LOCALBIN)/envtest-k8s-$(K8S_RESIZE_VERSION)-olmv1-$(OPERATOR_CONTROLLER_VERSION)
+# The real node's control plane and node at K8S_RESIZE_VERSION (make
+# test-real-node-resize), built in the same graph as ENVTEST_RESIZE's API
+# server, with the etcd and the kubectl of K8S_BIN.
+REAL_NODE_RESIZE ?= $(LOCALBIN)/node-k8s-$(K8S_RESIZE_VERSION)-olmv1-$(OPERATOR_CONTROLLER_VERSION)
+REAL_NODE_RESIZE_TOOLS := $(addprefix $(REAL_NODE_RESIZE)/,kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kubectl)
 PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
 PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
@@ -528,14 +533,29 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 # REAL_NODE_RUN picks the real-node suite's tests (go test -run), for example
 # REAL_NODE_RUN=TestRealNode/InPlace.
 REAL_NODE_RUN ?= TestRealNode
+REAL_NODE_TEST = MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
+	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) \
+	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v
 test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
-	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
-	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) \
-	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/
+	K8S_BIN=$(K8S_BIN) $(REAL_NODE_TEST) -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
+
+.PHONY: test-real-node-resize
+test-real-node-resize: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar $(REAL_NODE_RESIZE_TOOLS) ## The real-node suite's in-place scenarios on Kubernetes K8S_RESIZE_VERSION (API server, controller-manager, scheduler, kubelet and kube-proxy of that release; needs root): resizes follow that release's rules.
+	$(REAL_NODE_RESIZE)/kubelet --version
+	K8S_BIN=$(REAL_NODE_RESIZE) $(REAL_NODE_TEST) -timeout 20m -run 'TestRealNode/InPlace' ./test/e2e/
+
+$(REAL_NODE_RESIZE)/kube-apiserver: $(ENVTEST_RESIZE)/kube-apiserver
+	mkdir -p $(@D) && ln -f $< $@
+$(REAL_NODE_RESIZE)/etcd: $(K8S_BIN)/etcd
+	mkdir -p $(@D) && ln -f $< $@
+$(REAL_NODE_RESIZE)/kubectl: $(K8S_BIN)/kubectl
+	mkdir -p $(@D) && ln -f $< $@
+$(REAL_NODE_RESIZE)/%:
+	hack/build-tool.sh olmv1-$* $(REAL_NODE_RESIZE) $*
 
 .PHONY: test-zero-downtime
 test-zero-downtime: ## The real-node suite's zero-downtime scenarios alone (part of test-real-node; needs root): a PodSet and a Deployment behind a ClusterIP under 50 requests a second while they roll, update in place, scale down, roll back, lose their leader and resize; prints the table of docs/benchmarks.md.
@@ -626,7 +646,7 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(CYCLONEDX_GOMOD) \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(ENVTEST_OLDEST)/kube-apiserver $(GRPC_HEALTH_PROBE) \
 	  $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd \
-	  $(ENVTEST_RESIZE)/kube-apiserver
+	  $(ENVTEST_RESIZE)/kube-apiserver $(REAL_NODE_RESIZE_TOOLS)
 
 .PHONY: real-node-tools
 real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox.tar ## Install the real node's Debian packages (containerd, runc, CNI plugins) when missing; build the kubelet and the node's images.

@@ -60,7 +60,8 @@ versions() {
     etcd) echo "$ETCD_VERSION" ;;
     olm|catalog|cpb|olm-kube-apiserver) echo "$OLM_VERSION $K8S_OLDEST_VERSION" ;;
     operator-sdk|scorecard-test) echo "$OPERATOR_SDK_VERSION" ;;
-    operator-controller|catalogd|olmv1-kube-apiserver) echo "$OPERATOR_CONTROLLER_VERSION $K8S_RESIZE_VERSION" ;;
+    operator-controller|catalogd|olmv1-kube-apiserver|olmv1-kube-controller-manager|olmv1-kube-scheduler|olmv1-kubelet|olmv1-kube-proxy)
+      echo "$OPERATOR_CONTROLLER_VERSION $K8S_RESIZE_VERSION" ;;
     prometheus-operator|prometheus-config-reloader) echo "$PROMETHEUS_OPERATOR_VERSION" ;;
     prometheus) echo "$PROMETHEUS_SERVER_VERSION" ;;
     controller-gen|crd-ref-docs) echo "$CONTROLLER_TOOLS_VERSION $CRD_REF_DOCS_VERSION" ;;
@@ -212,8 +213,9 @@ olm_module() {
   keep_module "olm-$OLM_VERSION-k8s-$K8S_OLDEST_VERSION" olm_graph
 }
 
-# OLM v1's commands, with envtest's kube-apiserver of K8S_RESIZE_VERSION in
-# the same wrapper: operator-controller already requires that release's
+# OLM v1's commands, with envtest's kube-apiserver of K8S_RESIZE_VERSION and
+# the rest of that release's control plane and node (the real node at that
+# version: make test-real-node-resize) in the same wrapper: operator-controller already requires that release's
 # k8s.io/kubernetes and pins its libraries. Its module carries replace
 # directives, which the wrapper copies; two more let the API server build:
 # k8s.io/externaljwt of a later patch of the same release (the proxy does
@@ -221,7 +223,8 @@ olm_module() {
 # for (OLM v1 selects a newer one, which dropped the interceptor it uses).
 # No package of OLM v1's commands uses either.
 olmv1_pkgs=(github.com/operator-framework/operator-controller/cmd/operator-controller
-  github.com/operator-framework/operator-controller/cmd/catalogd k8s.io/kubernetes/cmd/kube-apiserver)
+  github.com/operator-framework/operator-controller/cmd/catalogd
+  k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy})
 olmv1_graph() {
   local mod=github.com/operator-framework/operator-controller src
   wrapper "$mod" "$OPERATOR_CONTROLLER_VERSION" "${olmv1_pkgs[@]}"
@@ -336,17 +339,18 @@ case "$tool" in
     v=github.com/operator-framework/operator-sdk/internal/version
     go build -mod=mod -trimpath -o "$bin" -ldflags "-s -w -X $v.Version=$OPERATOR_SDK_VERSION \
       -X $v.GitVersion=$OPERATOR_SDK_VERSION -X $v.ImageVersion=$OPERATOR_SDK_VERSION -X $v.KubernetesVersion=v1.28.0" "$pkg" ;;
-  operator-controller|catalogd|olmv1-kube-apiserver)
-    # OLM v1 (and an API server of its graph, olmv1_wrapper). No -trimpath:
-    # these libraries share nothing with the project's build cache anyway,
-    # and the three share theirs when built with the same flags.
+  operator-controller|catalogd|olmv1-kube-*|olmv1-kubelet)
+    # OLM v1 (and the Kubernetes commands of its graph, olmv1_wrapper). No
+    # -trimpath: these libraries share nothing with the project's build
+    # cache anyway, and these commands share theirs when built with the
+    # same flags.
     olmv1_wrapper
     pkg=github.com/operator-framework/operator-controller/cmd/$tool ldflags="-s -w"
-    if [ "$tool" = olmv1-kube-apiserver ]; then
-      pkg=k8s.io/kubernetes/cmd/kube-apiserver ldflags=$(k8s_ldflags "$K8S_RESIZE_VERSION")
+    if [[ "$tool" == olmv1-kube* ]]; then
+      pkg=k8s.io/kubernetes/cmd/${tool#olmv1-} ldflags=$(k8s_ldflags "$K8S_RESIZE_VERSION")
     fi
     go build -tags containers_image_openpgp -ldflags "$ldflags" -o "$bin" "$pkg"
-    if [ "$tool" != olmv1-kube-apiserver ]; then
+    if [[ "$tool" != olmv1-kube* ]]; then
       # The CRDs of the standard feature set, which the test installs.
       src=$(go list -m -f '{{.Dir}}' github.com/operator-framework/operator-controller)
       mkdir -p "$stage/olmv1-crds"

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/internal/resizerules"
 )
 
 // The node's images (hack/build-node-images.sh): busybox 1.36.0 and 1.37.0
@@ -262,6 +264,60 @@ func testRealInPlaceResize(t *testing.T) {
 	Expect(violation).To(BeEmpty())
 	for _, f := range before {
 		Expect(notReady).NotTo(HaveKey(f.uid), "a resize that restarts nothing took a pod out of service")
+	}
+}
+
+// testRealInPlaceMemoryLimitDecrease: a memory limit lowered in place
+// follows the rules of the API server the node runs under, as the manager
+// read them when it started (internal/resizerules). Under resizePolicy
+// NotRequired, Kubernetes 1.35 and later resize the running container and
+// restart nothing; 1.33 and 1.34 refuse that resize, so the operator
+// replaces the pods. Under RestartContainer every release with pods/resize
+// resizes in place, restarting the container into the lower limit.
+func testRealInPlaceMemoryLimitDecrease(t *testing.T) {
+	rules, err := resizerules.Discover(t.Context(), env.clientset.Discovery(), logr.Discard())
+	Expect(err).NotTo(HaveOccurred())
+	step("the API server's resize rules: %s", rules)
+	withLimit := func(policy corev1.ResourceResizeRestartPolicy) func(*appv1alpha1.PodSetSpec) {
+		return func(s *appv1alpha1.PodSetSpec) {
+			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+			if policy != "" {
+				s.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: policy}}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		policy  corev1.ResourceResizeRestartPolicy
+		inPlace bool // the pods are kept
+		restart bool // and their container restarted
+	}{
+		{"not-required", "", !rules.NoResize && !rules.NoMemoryLimitDecrease, false},
+		{"restart-container", corev1.RestartContainer, !rules.NoResize, true},
+	} {
+		ps := newInPlacePodSet(t, "real-memory-"+tc.name, 2, withLimit(tc.policy))
+		before := factsOf(waitRunning(t, ps, 2))
+		step("%s: lowering the memory limit 64Mi -> 48Mi; kept in place: %v, restarted: %v", tc.name, tc.inPlace, tc.restart)
+		Expect(patchPodSet(t, ps, `{"spec":{"resources":{"limits":{"memory":"48Mi"}}}}`)).To(Succeed())
+		pods := waitUpdated(t, ps, 2)
+		for _, p := range pods {
+			cs := p.Status.ContainerStatuses[0]
+			Expect(cs.Resources).NotTo(BeNil(), "pod %s reports no resources", p.Name)
+			Expect(cs.Resources.Limits.Memory().Value()).To(BeEquivalentTo(48<<20), "pod %s runs with the new limit", p.Name)
+			b, kept := before[p.Name]
+			if !tc.inPlace {
+				Expect(kept).To(BeFalse(), "%s: pod %s was kept, but this API server refuses the resize", tc.name, p.Name)
+				continue
+			}
+			Expect(kept).To(BeTrue(), "%s: pod %s is new: the resize was not made in place", tc.name, p.Name)
+			Expect(p.UID).To(Equal(b.uid))
+			if tc.restart {
+				Expect(cs.RestartCount).To(Equal(b.restarts+1), "%s: pod %s restarted once into the new limit", tc.name, p.Name)
+			} else {
+				Expect(cs.RestartCount).To(Equal(b.restarts), "%s: pod %s restarted", tc.name, p.Name)
+				Expect(cs.ContainerID).To(Equal(b.containerID))
+			}
+		}
 	}
 }
 

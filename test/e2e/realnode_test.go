@@ -98,6 +98,7 @@ func TestRealNode(t *testing.T) {
 		{"InPlaceImageUpdateKeepsThePods", testRealInPlaceImageUpdate},
 		{"InPlaceUpdateOfATemplatesSecondContainer", testRealInPlaceUpdateOfATemplatesSecondContainer},
 		{"InPlaceResizeRestartsNothing", testRealInPlaceResize},
+		{"InPlaceMemoryLimitDecrease", testRealInPlaceMemoryLimitDecrease},
 		{"InPlaceUpdateStopsOnABadImage", testRealInPlaceBadImage},
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
 		{"AutoRollback", testRealAutoRollbackScenarios},
