@@ -235,11 +235,18 @@ olmv1_graph() {
   go mod tidy >/dev/null
 }
 olmv1_wrapper() {
-  local got
   keep_module "olmv1-$OPERATOR_CONTROLLER_VERSION-k8s-$K8S_RESIZE_VERSION" olmv1_graph
-  got=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
-  if [[ "$got" != "$K8S_RESIZE_VERSION" ]]; then
-    echo "operator-controller $OPERATOR_CONTROLLER_VERSION builds on k8s.io/kubernetes $got, not K8S_RESIZE_VERSION=$K8S_RESIZE_VERSION: make them agree" >&2
+  require_version k8s.io/kubernetes K8S_RESIZE_VERSION "operator-controller $OPERATOR_CONTROLLER_VERSION builds on"
+}
+
+# require_version MODULE VAR WHO: fails unless the wrapper module's graph
+# resolved MODULE (or its replacement) to the version pinned in VAR, so that
+# a shared graph never quietly builds a tool at another version than its pin.
+require_version() {
+  local got want=${!2}
+  got=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$1")
+  if [[ "$got" != "$want" ]]; then
+    echo "$3 $1 $got, not $2=$want: make them agree" >&2
     exit 1
   fi
 }
@@ -277,13 +284,8 @@ codegen_graph() {
   go mod tidy >/dev/null
 }
 codegen_wrapper() {
-  local got
   keep_module "codegen-$CONTROLLER_TOOLS_VERSION-crd-ref-docs-$CRD_REF_DOCS_VERSION" codegen_graph "$out"
-  got=$(go list -m -f '{{.Version}}' sigs.k8s.io/controller-tools)
-  if [[ "$got" != "$CONTROLLER_TOOLS_VERSION" ]]; then
-    echo "crd-ref-docs $CRD_REF_DOCS_VERSION raises controller-tools to $got, not CONTROLLER_TOOLS_VERSION=$CONTROLLER_TOOLS_VERSION: make them agree" >&2
-    exit 1
-  fi
+  require_version sigs.k8s.io/controller-tools CONTROLLER_TOOLS_VERSION "crd-ref-docs $CRD_REF_DOCS_VERSION resolves"
 }
 
 case "$tool" in

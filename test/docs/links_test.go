@@ -115,7 +115,7 @@ func parse(src []byte) *page {
 		}
 		switch n := n.(type) {
 		case *ast.Heading:
-			slug := Slug(plainText(n, src))
+			slug := anchorOf(plainText(n, src))
 			// GitHub numbers the repeats of a heading: x, x-1, x-2.
 			if k := seen[slug]; k > 0 {
 				p.anchors[slug+"-"+strconv.Itoa(k)] = true
@@ -155,9 +155,9 @@ func plainText(n ast.Node, src []byte) string {
 	return b.String()
 }
 
-// Slug is the anchor GitHub gives a heading: lower case, letters, digits,
+// anchorOf is the anchor GitHub gives a heading: lower case, letters, digits,
 // '-' and '_' kept, spaces made '-', everything else dropped.
-func Slug(heading string) string {
+func anchorOf(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
 		switch {
@@ -170,7 +170,7 @@ func Slug(heading string) string {
 	return b.String()
 }
 
-func TestSlugIsGitHubs(t *testing.T) {
+func TestAnchorOfIsGitHubs(t *testing.T) {
 	for heading, want := range map[string]string{
 		"The `kubectl podset rollout` plugin":             "the-kubectl-podset-rollout-plugin",
 		"Architectures, mirrored registries and the SBOM": "architectures-mirrored-registries-and-the-sbom",
@@ -182,8 +182,8 @@ func TestSlugIsGitHubs(t *testing.T) {
 		"With OLM v1 on a real node: `make test-olmv1`":   "with-olm-v1-on-a-real-node-make-test-olmv1",
 		"snake_case and -dashes-":                         "snake_case-and--dashes-",
 	} {
-		if got := Slug(heading); got != want {
-			t.Errorf("Slug(%q) = %q, want %q", heading, got, want)
+		if got := anchorOf(heading); got != want {
+			t.Errorf("anchorOf(%q) = %q, want %q", heading, got, want)
 		}
 	}
 }
