@@ -133,13 +133,6 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 	return nil
 }
 
-// rolloutComplete reports whether the rollout to the update revision has
-// nothing left to do (rolloutstate.State.Complete); false when its strategy
-// does not resolve.
-func (s *podSetScope) rolloutComplete() bool {
-	return s.rollout != nil && s.rollout.Complete()
-}
-
 // rollbackComplete reports whether every pod the PodSet wants runs target,
 // the revision a rollback returns to, available; partition does not apply.
 func (r *PodSetReconciler) rollbackComplete(s *podSetScope, target *appsv1.ControllerRevision, now time.Time) bool {

@@ -146,6 +146,13 @@ func (r *PodSetReconciler) observeRollout(_ context.Context, s *podSetScope) err
 	return nil
 }
 
+// rolloutComplete reports whether the rollout to the update revision has
+// nothing left to do (rolloutstate.State.Complete); false when its strategy
+// does not resolve.
+func (s *podSetScope) rolloutComplete() bool {
+	return s.rollout != nil && s.rollout.Complete()
+}
+
 // podControl is how the reconciler creates and deletes pods: podWrites
 // when set, else the API server through Client, under the Fence.
 func (r *PodSetReconciler) podControl() podwrites.PodControl {

@@ -54,9 +54,9 @@ type State struct {
 	// in place, why it cannot.
 	Moves map[types.UID]Move
 	kept  map[types.UID]string
-	// MinReady and Now are what availability was judged by.
-	MinReady time.Duration
-	Now      time.Time
+	// minReady and now are what availability was judged by.
+	minReady time.Duration
+	now      time.Time
 }
 
 // Of is where the rollout of ps to revisions.Update stands at now, for the
@@ -72,7 +72,7 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 		s.Partition = 0
 		s.Paused = s.Paused || revisions.RollbackStopped
 	}
-	st := State{MinReady: operand.MinReady(ps), Now: now}
+	st := State{minReady: operand.MinReady(ps), now: now}
 	for _, pod := range pods {
 		switch {
 		case !operand.IsLive(pod):
@@ -151,7 +151,7 @@ func (s State) count(pods []*slimpod.Pod, keep func(*slimpod.Pod) bool) rollout.
 			continue
 		}
 		c.Live++
-		if operand.IsAvailable(pod, s.MinReady, s.Now) {
+		if operand.IsAvailable(pod, s.minReady, s.now) {
 			c.Available++
 		}
 	}

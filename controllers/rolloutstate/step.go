@@ -81,7 +81,7 @@ func (s State) pick(group []*slimpod.Pod, d rollout.Deletions) []*slimpod.Pod {
 	var picked []*slimpod.Pod
 	unavailable, available := d.Unavailable, d.Available
 	for _, pod := range operand.ToDelete(group, len(group)) {
-		if operand.IsAvailable(pod, s.MinReady, s.Now) {
+		if operand.IsAvailable(pod, s.minReady, s.now) {
 			if available > 0 {
 				picked = append(picked, pod)
 				available--
