@@ -58,6 +58,9 @@ import (
 // ResourceQuotas are only watched: a change that makes room wakes the PodSets
 // whose creates were refused (wakeups.RefusedPodSets).
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch
+// Namespaces' metadata is cached (list, watch) for one annotation: whether
+// the platform allocates the namespace's user IDs (operand.UserIDs).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
 // Reconcile brings one PodSet's pods to spec.replicas and writes its status.
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -163,6 +163,54 @@ func TestIntegrationPodsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 	}, 2*time.Second, poll).Should(Succeed())
 }
 
+// A namespace whose user IDs the platform allocates (OpenShift's
+// openshift.io/sa.scc.uid-range) gets pods that set no user, group or
+// fsGroup of the operator's: the platform's admission assigns them from
+// the range, and would refuse 65532. Elsewhere the operand image runs as
+// 65532, in the short form and in a template that names no user; another
+// image's template keeps its own.
+func TestIntegrationUserIDsFollowTheNamespace(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	openshift := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "podset-test-", Annotations: map[string]string{
+		operand.AnnotationUIDRange: "1000660000/10000",
+	}}}
+	g.Expect(k8sClient.Create(context.Background(), openshift)).To(Succeed())
+	plain := newTestNamespace(t, nil)
+	operandTemplate := func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "web", Image: testOperandImage},
+			{Name: "app", Image: "registry.example.com/app:1"},
+		}}}
+	}
+	for _, tc := range []struct {
+		ns       string
+		mutate   func(*appv1alpha1.PodSet)
+		wantUser []*int64 // each container's, by pod or container
+		wantFS   *int64
+	}{
+		{ns: openshift.Name, wantUser: []*int64{nil}},
+		{ns: plain, wantUser: []*int64{ptr.To(operand.UID)}, wantFS: ptr.To(operand.UID)},
+		{ns: openshift.Name, mutate: operandTemplate, wantUser: []*int64{nil, nil}},
+		{ns: plain, mutate: operandTemplate, wantUser: []*int64{ptr.To(operand.UID), nil}},
+	} {
+		ps := createPodSet(t, tc.ns, fmt.Sprintf("ids-%d", len(tc.wantUser)), 2, tc.mutate)
+		for _, pod := range waitForLivePods(g, ps, 2) {
+			var users []*int64
+			for _, c := range pod.Spec.Containers {
+				u := pod.Spec.SecurityContext.RunAsUser
+				if c.SecurityContext.RunAsUser != nil {
+					u = c.SecurityContext.RunAsUser
+				}
+				users = append(users, u)
+			}
+			g.Expect(users).To(Equal(tc.wantUser), "namespace %s, pod %s", tc.ns, pod.Name)
+			g.Expect(pod.Spec.SecurityContext.FSGroup).To(Equal(tc.wantFS), "namespace %s, pod %s", tc.ns, pod.Name)
+			g.Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+		}
+	}
+}
+
 func TestIntegrationReplacesDeletedAndTerminatedPods(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -236,7 +284,7 @@ func TestIntegrationAdoptsOrphansAndReleasesMismatches(t *testing.T) {
 	// runs another template is adopted and then replaced by the rollout:
 	// see TestIntegrationPodsWithoutRevisionAreRecognised.)
 	spec := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: ns}}
-	orphan := operand.NewPod(spec, revision.FromPodSet(spec), "", testOperandImage)
+	orphan := operand.NewPod(spec, revision.FromPodSet(spec), "", testOperandImage, operand.OperatorPicksIDs)
 	delete(orphan.Labels, appv1alpha1.LabelRevisionHash)
 	orphan.GenerateName, orphan.Name = "", "orphan"
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())

@@ -290,7 +290,7 @@ func TestIntegrationPodsWithoutRevisionAreRecognised(t *testing.T) {
 	for i, image := range []string{"registry.example.com/web:1", "registry.example.com/web:1", "registry.example.com/web:0"} {
 		tmpl := revision.FromPodSet(spec)
 		tmpl.Image = image
-		pod := operand.NewPod(spec, tmpl, "", testOperandImage)
+		pod := operand.NewPod(spec, tmpl, "", testOperandImage, operand.OperatorPicksIDs)
 		delete(pod.Labels, appv1alpha1.LabelRevisionHash)
 		pod.GenerateName, pod.Name = "", fmt.Sprintf("legacy-v010-%d", i)
 		g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())

@@ -11,8 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -188,12 +190,16 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 		return 0, nil
 	}
 	ps := s.podSet
+	ids, err := r.userIDs(ctx, ps.Namespace)
+	if err != nil {
+		return 0, fmt.Errorf("creating pods: %w", err)
+	}
 	var created, uncertain atomic.Int32
-	_, err := podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
+	_, err = podwrites.SlowStart(ctx, n, r.podWriteSlots, func() error {
 		if err := room.Take(ctx); err != nil {
 			return err
 		}
-		pod := operand.NewPod(ps, tmpl, hash, r.DefaultImage)
+		pod := operand.NewPod(ps, tmpl, hash, r.DefaultImage, ids)
 		if err := controllerutil.SetControllerReference(ps, pod, r.Scheme); err != nil {
 			return err
 		}
@@ -243,6 +249,23 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	return made, nil
 }
 
+// userIDs is who picks the user IDs of the operand image's pods in
+// namespace ns (operand.UserIDs), from the namespace's metadata in the
+// cache. A namespace the cache does not hold yet is plain Kubernetes's: if
+// the platform allocates its IDs, its admission refuses the operator's and
+// the create is retried.
+func (r *PodSetReconciler) userIDs(ctx context.Context, ns string) (operand.UserIDs, error) {
+	var meta metav1.PartialObjectMetadata
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, client.ObjectKey{Name: ns}, &meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return operand.OperatorPicksIDs, nil
+		}
+		return operand.OperatorPicksIDs, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return operand.UserIDsOf(meta.Annotations), nil
+}
+
 // templateRefusal says why the operator makes no pod from tmpl, or nil.
 // The admission policy podsets-template.app.example.com refuses such a
 // PodSet where it runs; this is the rest: before Kubernetes 1.30, or a
@@ -253,7 +276,10 @@ func (r *PodSetReconciler) templateRefusal(ps *appv1alpha1.PodSet, tmpl revision
 	if short := ps.Spec.ShortFormFields(); ps.Spec.Template != nil && len(short) > 0 {
 		return fmt.Errorf("spec.template: cannot be set beside spec.%s, its short form; a PodSet sets one or the other", strings.Join(short, ", spec."))
 	}
-	if why := operand.RestrictedRefusal(operand.NewPod(ps, tmpl, hash, r.DefaultImage)); why != "" {
+	// Who picks the user IDs does not change the profile's verdict: the
+	// operator's are not root, and the platform's come from a range that
+	// excludes root.
+	if why := operand.RestrictedRefusal(operand.NewPod(ps, tmpl, hash, r.DefaultImage, operand.OperatorPicksIDs)); why != "" {
 		return fmt.Errorf("the pod template does not meet the Pod Security Standard \"restricted\": %s", why)
 	}
 	return nil

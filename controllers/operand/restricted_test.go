@@ -62,7 +62,7 @@ func TestNewPodFromATemplateMeetsRestrictedAndAddsNothingElse(t *testing.T) {
 	tmpl := TemplateOf(ps)
 	g.Expect(tmpl.IsShortForm()).To(BeFalse())
 
-	pod := NewPod(ps, tmpl, "h1", managerDefaultImage)
+	pod := NewPod(ps, tmpl, "h1", managerDefaultImage, OperatorPicksIDs)
 
 	g.Expect(RestrictedRefusal(pod)).To(BeEmpty())
 	psc := pod.Spec.SecurityContext
@@ -100,7 +100,7 @@ func TestNewPodFromATemplateKeepsTheUsersSettings(t *testing.T) {
 	ps := templatePodSet(pts)
 	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{PodUpdatePolicy: appv1alpha1.InPlaceIfPossiblePodUpdatePolicy}
 
-	pod := NewPod(ps, TemplateOf(ps), "h1", managerDefaultImage)
+	pod := NewPod(ps, TemplateOf(ps), "h1", managerDefaultImage, OperatorPicksIDs)
 
 	g.Expect(RestrictedRefusal(pod)).To(BeEmpty())
 	g.Expect(pod.Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(1000)))
@@ -153,7 +153,7 @@ func TestRestrictedRefusalNamesWhatBreaksTheProfile(t *testing.T) {
 			pts := webTemplate()
 			tt.mutate(&pts.Spec)
 			ps := templatePodSet(pts)
-			g.Expect(RestrictedRefusal(NewPod(ps, TemplateOf(ps), "h", ""))).To(ContainSubstring(tt.want))
+			g.Expect(RestrictedRefusal(NewPod(ps, TemplateOf(ps), "h", "", OperatorPicksIDs))).To(ContainSubstring(tt.want))
 		})
 	}
 }

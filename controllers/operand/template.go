@@ -60,9 +60,10 @@ var formerDefaultOperandCommand = []string{"sleep", "3600"}
 // Every pod runs under the Pod Security Standard "restricted" profile, so
 // that it is admitted in namespaces enforcing it: the short form's pod sets
 // it whole, and a template gets what the profile needs where it leaves a
-// field unset (Restrict). The update strategy shapes when pods are
+// field unset (Restrict). ids says who picks the user IDs of the operand
+// image's containers (UserIDs). The update strategy shapes when pods are
 // replaced, never what they look like.
-func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string) *corev1.Pod {
+func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage string, ids UserIDs) *corev1.Pod {
 	pts := PodTemplate(tmpl, defaultImage)
 	labels := pts.Labels
 	if labels == nil {
@@ -76,6 +77,7 @@ func NewPod(ps *appv1alpha1.PodSet, tmpl revision.Template, hash, defaultImage s
 	labels[appv1alpha1.LabelRevisionHash] = hash
 	spec := pts.Spec
 	Restrict(&spec)
+	applyUserIDs(&spec, tmpl, defaultImage, ids)
 	if InPlaceUpdates(ps) {
 		spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady})
 	}

@@ -24,7 +24,7 @@ func TestNewPodMetadata(t *testing.T) {
 
 	ps.Spec.PodAnnotations = map[string]string{"example.com/team": "web"}
 
-	pod := NewPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage)
+	pod := NewPod(ps, revision.FromPodSet(ps), "abc123", managerDefaultImage, OperatorPicksIDs)
 
 	want := Labels(ps)
 	want[appv1alpha1.LabelRevisionHash] = "abc123"
@@ -221,7 +221,7 @@ func TestNewPodPassesPodSecurityRestricted(t *testing.T) {
 // newPodFromSpec builds a pod from ps's spec, as the reconciler does for its
 // update revision.
 func newPodFromSpec(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
-	return NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage)
+	return NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage, OperatorPicksIDs)
 }
 
 // A pod of an earlier operator runs the default operand's former command
@@ -231,7 +231,7 @@ func TestMatchesTemplateKnowsTheFormerDefaultCommand(t *testing.T) {
 	g := NewWithT(t)
 	ps := &appv1alpha1.PodSet{}
 	ps.Name, ps.Namespace = "web", "default"
-	pod := NewPod(ps, revision.Template{}, "h", managerDefaultImage)
+	pod := NewPod(ps, revision.Template{}, "h", managerDefaultImage, OperatorPicksIDs)
 	g.Expect(MatchesTemplate(slimpod.From(pod), revision.Template{}, managerDefaultImage)).To(BeTrue())
 
 	pod.Spec.Containers[0].Command = []string{"sleep", "3600"}

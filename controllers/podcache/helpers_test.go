@@ -27,5 +27,5 @@ var (
 // newPodFromSpec builds a pod from ps's spec, as the reconciler does for its
 // update revision.
 func newPodFromSpec(ps *appv1alpha1.PodSet, defaultImage string) *corev1.Pod {
-	return operand.NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage)
+	return operand.NewPod(ps, revision.FromPodSet(ps), revision.Hash(revision.FromPodSet(ps), nil), defaultImage, operand.OperatorPicksIDs)
 }

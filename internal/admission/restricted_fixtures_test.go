@@ -126,7 +126,7 @@ func TestRestrictedFixtures(t *testing.T) {
 // naming a field under spec.template, with reason Invalid.
 func admitAsOperator(t *testing.T, c client.Client, ps *appv1alpha1.PodSet) (want string, agrees bool, err error) {
 	t.Helper()
-	want = operand.RestrictedRefusal(operand.NewPod(ps, operand.TemplateOf(ps), "h", ""))
+	want = operand.RestrictedRefusal(operand.NewPod(ps, operand.TemplateOf(ps), "h", "", operand.OperatorPicksIDs))
 	err = c.Create(t.Context(), ps)
 	t.Logf("operator: %s; admission: %s", verdict(want), verdict(admissionMessage(err)))
 	switch {
