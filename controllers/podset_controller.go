@@ -123,7 +123,8 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // retry hands a failed reconcile to the controller's exponential backoff,
 // unless it failed only because the API server was away (see
-// TransientRetryAfter), or because the leader fence refused a write (the
+// TransientRetryAfter) or its admission did not know the PodSet kind yet
+// (OwnerMappingRetryAfter), or because the leader fence refused a write (the
 // lease renewal queues it again, see waitForRenewal below). A PodSet found gone
 // from the API server (errNotOnServer) is looked at again only after
 // StalePodSetRecheckInterval: its deletion event normally comes first, and
@@ -140,6 +141,10 @@ func (r *PodSetReconciler) retry(ctx context.Context, rec *podSetRecord, err err
 	if podwrites.IsTransient(err) {
 		logf.FromContext(ctx).Info("the API server is unavailable; retrying", "after", TransientRetryAfter, "error", err.Error())
 		return ctrl.Result{RequeueAfter: TransientRetryAfter}, nil
+	}
+	if podwrites.IsOwnerMappingLag(err) {
+		logf.FromContext(ctx).Info("the API server's admission does not know the PodSet kind yet; retrying", "after", OwnerMappingRetryAfter, "error", err.Error())
+		return ctrl.Result{RequeueAfter: OwnerMappingRetryAfter}, nil
 	}
 	return ctrl.Result{}, err
 }
@@ -244,12 +249,12 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 
 // maxRetryDelay caps the backoff of a PodSet whose reconcile failed.
 // controller-runtime's default doubles the delay from 5 ms up to 1000 s,
-// but some refusals end on a clock the operator cannot watch: for a while
-// after the CRD is installed, the API server's
-// OwnerReferencesPermissionEnforcement admission (on in OpenShift) refuses
-// every pod a PodSet owns ("cannot find RESTMapping") until its discovery
-// is refreshed, and a webhook that was down comes back. After a minute of
-// such refusals the doubling would wait minutes more before trying again.
+// but some refusals end on a clock the operator cannot watch: a webhook
+// that was down comes back, a quota or an admission policy is changed.
+// (The one such refusal it can tell, the API server not mapping the
+// PodSet kind yet right after the CRD is installed, is retried at a fixed
+// interval instead: OwnerMappingRetryAfter.) After a minute of such
+// refusals the doubling would wait minutes more before trying again.
 // The cap bounds that to 30 s, for one refused create per PodSet each
 // 30 s. A quota that makes room wakes its PodSets at once
 // (wakeups.RefusedPodSets).

@@ -129,6 +129,18 @@ const FencedRecheckInterval = 5 * time.Second
 // Used in podset_controller.go (retry), for what podwrites.IsTransient says.
 const TransientRetryAfter = 2 * time.Second
 
+// OwnerMappingRetryAfter is how soon a reconcile is tried again when every
+// write it failed was refused only because the API server's admission
+// (OwnerReferencesPermissionEnforcement, on in OpenShift) could not map
+// the PodSet kind yet (podwrites.IsOwnerMappingLag): a PodSet applied right
+// after its CRD. kube-apiserver refreshes that mapping every 30 s; retried
+// at this fixed interval rather than the doubling backoff, the first pods
+// come within a second of the refresh, for one refused create per PodSet
+// each second until then.
+//
+// Used in podset_controller.go (retry).
+const OwnerMappingRetryAfter = 1 * time.Second
+
 // newExpectations returns the reconciler's expectations, with the timings
 // above.
 func newExpectations(opts ...consistency.Option) *consistency.Expectations {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -13,10 +14,33 @@ import (
 	"github.com/example/podset-operator/controllers/leaderfence"
 )
 
-// isTransient reports whether every error in err comes from the API server
+// IsTransient reports whether every error in err comes from the API server
 // being unreachable, restarting, overloaded or timing out, not from what was
 // asked of it.
 func IsTransient(err error) bool {
+	return every(err, func(err error) bool {
+		return isTransportError(err) ||
+			apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err)
+	})
+}
+
+// IsOwnerMappingLag reports whether every error in err is the refusal of
+// the admission plugin OwnerReferencesPermissionEnforcement (on in
+// OpenShift) to let a write set blockOwnerDeletion in an owner reference
+// to a kind that its RESTMapper does not know yet: a PodSet made right
+// after its CRD. The API server refreshes that mapper within about 30 s,
+// and the same write then succeeds.
+func IsOwnerMappingLag(err error) bool {
+	return every(err, func(err error) bool {
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot set blockOwnerDeletion") &&
+			strings.Contains(err.Error(), "cannot find RESTMapping")
+	})
+}
+
+// every reports whether err is not nil and is holds for each of the
+// errors it aggregates or joins (or for err itself when it holds one).
+func every(err error, is func(error) bool) bool {
 	if err == nil {
 		return false
 	}
@@ -31,15 +55,13 @@ func IsTransient(err error) bool {
 	}
 	if len(errs) > 1 {
 		for _, e := range errs {
-			if e != nil && !IsTransient(e) {
+			if e != nil && !every(e, is) {
 				return false
 			}
 		}
 		return true
 	}
-	return isTransportError(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err)
+	return is(err)
 }
 
 // mayHaveReachedServer reports whether a failed write may still have been

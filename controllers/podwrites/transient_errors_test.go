@@ -3,6 +3,7 @@ package podwrites
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/example/podset-operator/controllers/leaderfence"
 )
@@ -39,6 +41,33 @@ func TestMayHaveReachedServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(MayHaveReachedServer(tc.err)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestIsOwnerMappingLag(t *testing.T) {
+	// As kube-apiserver's OwnerReferencesPermissionEnforcement words it.
+	lag := func(resource string) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "podset-sample-xb5kn",
+			errors.New(`cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion app.example.com/v1alpha1 Kind PodSet: no matches for kind "PodSet" in version "app.example.com/v1alpha1"`))
+	}
+	otherForbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("unable to validate against any security context constraint"))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"a pod's create", lag("pods"), true},
+		{"wrapped", fmt.Errorf("creating pods: %w", lag("pods")), true},
+		{"a pod's and a revision's, aggregated", kerrors.NewAggregate([]error{fmt.Errorf("creating pods: %w", lag("pods")), lag("controllerrevisions.apps")}), true},
+		{"beside another refusal", kerrors.NewAggregate([]error{lag("pods"), otherForbidden}), false},
+		{"another refusal", otherForbidden, false},
+		{"the same words, not a refusal", errors.New("cannot set blockOwnerDeletion in this case because cannot find RESTMapping"), false},
+		{"refused blockOwnerDeletion for lack of permission", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(IsOwnerMappingLag(tc.err)).To(Equal(tc.want))
 		})
 	}
 }
