@@ -108,6 +108,10 @@ ENVTEST_RESIZE ?= $(LOCALBIN)/envtest-k8s-$(K8S_RESIZE_VERSION)-olmv1-$(OPERATOR
 # server, with the etcd and the kubectl of K8S_BIN.
 REAL_NODE_RESIZE ?= $(LOCALBIN)/node-k8s-$(K8S_RESIZE_VERSION)-olmv1-$(OPERATOR_CONTROLLER_VERSION)
 REAL_NODE_RESIZE_TOOLS := $(addprefix $(REAL_NODE_RESIZE)/,kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kubectl)
+# The stand-in of OpenShift's pod admission (test/openshift/sccadmission, a
+# module of its own pinning OpenShift's SCC admission code) and the
+# SecurityContextConstraints CRD of the openshift/api it pins.
+OPENSHIFT_BIN ?= $(LOCALBIN)/openshift
 PROMETHEUS_BIN ?= $(LOCALBIN)/prometheus-$(subst +,-,$(PROMETHEUS_DEB_VERSION))
 PROMTOOL ?= $(PROMETHEUS_BIN)/promtool
 MONITORING_CRDS ?= $(LOCALBIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
@@ -262,6 +266,8 @@ $(ENVTEST_OLDEST)/kube-apiserver:
 	hack/build-tool.sh olm-kube-apiserver $(ENVTEST_OLDEST) kube-apiserver
 $(ENVTEST_RESIZE)/kube-apiserver:
 	hack/build-tool.sh olmv1-kube-apiserver $(ENVTEST_RESIZE) kube-apiserver
+$(OPENSHIFT_BIN)/sccadmission: hack/build-openshift-admission.sh $(wildcard test/openshift/sccadmission/*)
+	hack/build-openshift-admission.sh $(OPENSHIFT_BIN)
 $(ENVTEST_OLDEST)/etcd $(ENVTEST_RESIZE)/etcd: $(K8S_BIN)/etcd
 	mkdir -p $(@D) && ln -f $< $@
 
@@ -504,9 +510,10 @@ demo: cluster-tools build $(NODE_TOOLS) ## Run the operator on a local cluster (
 	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager $(NODE_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it.
+test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) $(OPENSHIFT_BIN)/sccadmission ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it, and OpenShift's SCC admission (its stand-in) in front of some namespaces.
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
+	  SCC_ADMISSION_BIN=$(OPENSHIFT_BIN)/sccadmission \
 	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus \
 	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
@@ -643,7 +650,7 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	-hack/install-real-node.sh
 	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static podman'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
-	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(CYCLONEDX_GOMOD) \
+	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(OPENSHIFT_BIN)/sccadmission $(CYCLONEDX_GOMOD) \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(ENVTEST_OLDEST)/kube-apiserver $(GRPC_HEALTH_PROBE) \
 	  $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd \
 	  $(ENVTEST_RESIZE)/kube-apiserver $(REAL_NODE_RESIZE_TOOLS)
