@@ -130,7 +130,7 @@ func startOpenShiftAdmission(t *testing.T) *openshift {
 	mustKubectl(t, "apply", "--server-side", "-f", "test/openshift/manifests/default-sccs.yaml")
 
 	dir := t.TempDir()
-	caPEM := writeServingCert(t, dir)
+	caPEM := writeServingCert(dir)
 	addrFile := filepath.Join(dir, "address")
 	proc, err := localcluster.StartProcess("sccadmission", bin, []string{
 		"--kubeconfig=" + env.cluster.KubeconfigPath(), "--listen=127.0.0.1:0", "--address-file=" + addrFile,
@@ -335,7 +335,7 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *openshift) {
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=json", "-p",
 		`[{"op": "add", "path": "/spec/template/spec/containers/0/env", "value": [{"name": "GREETING", "value": "hello"}]}]`)
 	expectRolledOut(t, ns, sample, 3)
-	j := o.expectAllAdmitted(t, ns, first, 6)
+	o.expectAllAdmitted(t, ns, first, 6)
 
 	step("in place: the pods' image changes, and they stay")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p",
@@ -345,7 +345,7 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *openshift) {
 	mustKubectl(t, "delete", "pods", "-n", ns, "-l", podSetLabel+"="+sample, "--wait=false")
 	expectSettled(t, ns, 3)
 	before := podUIDs(livePods(Default, t.Context(), ns, sample))
-	j = o.judgements(Default, ns)
+	j := o.judgements(Default, ns)
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=json", "-p",
 		`[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example.com/web:2"}]`)
 	// Under kwok no kubelet restarts the container, so the first pod
@@ -455,7 +455,7 @@ func mustKubectlIn(t *testing.T, stdin string, args ...string) string {
 
 // writeServingCert writes a serving certificate for 127.0.0.1 (tls.crt,
 // tls.key) into dir, and returns the PEM of the CA that signed it.
-func writeServingCert(t *testing.T, dir string) []byte {
+func writeServingCert(dir string) []byte {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	Expect(err).NotTo(HaveOccurred())
 	ca := &x509.Certificate{
