@@ -347,6 +347,10 @@ undeploy: $(KUSTOMIZE) ## Remove the deployed operator from the cluster.
 
 ##@ OLM bundle and catalog
 
+# The OpenShift releases the bundle supports (com.redhat.openshift.versions):
+# from OpenShift 4.16, whose Kubernetes (1.29) is the CSV's minKubeVersion.
+OPENSHIFT_VERSIONS ?= v4.16
+MIN_KUBE_VERSION = $(shell sed -n 's/^  minKubeVersion: //p' $(BASE_CSV))
 BUNDLE_METADATA_OPTS ?= --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 # USE_IMAGE_DIGESTS=true makes the bundle of a release, for clusters that
 # mirror their images: every image (the manager's, the operand's) pinned by
@@ -389,6 +393,12 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.
 	@# pinned value so that regenerating an unchanged bundle changes nothing.
 	created=$$(sed -n 's/^    createdAt: //p' $(BASE_CSV)); test -n "$$created"; \
 	  sed -i "s/^    createdAt: .*/    createdAt: $$created/" $(BUNDLE_CSV)
+	@# OpenShift's catalogs take the OpenShift releases a bundle supports
+	@# from this annotation and label: from the one whose Kubernetes is the
+	@# CSV's minKubeVersion on (test/bundle holds the two together).
+	printf '\n  # The OpenShift releases the bundle supports: OpenShift %s (Kubernetes %s, the minKubeVersion) and later.\n  com.redhat.openshift.versions: "%s"\n' \
+	  '$(OPENSHIFT_VERSIONS:v%=%)' '$(MIN_KUBE_VERSION)' '$(OPENSHIFT_VERSIONS)' >> bundle/metadata/annotations.yaml
+	sed -i 's|^# Copy files to locations specified by labels.|# The OpenShift releases the bundle supports.\nLABEL com.redhat.openshift.versions="$(OPENSHIFT_VERSIONS)"\n\n&|' bundle.Dockerfile
 ifeq ($(USE_IMAGE_DIGESTS),true)
 	@# Every image pinned and listed: the bundle installs from a mirror.
 	sed -i 's|^\(    features.operators.openshift.io/disconnected: \).*|\1"true"|' $(BUNDLE_CSV)
