@@ -291,7 +291,7 @@ run: manifests generate fmt vet ## Run the operator on this machine against the 
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a container engine; DOCKER_BUILD_ARGS adds flags).
-	$(CONTAINER_TOOL) build $(DOCKER_BUILD_ARGS) -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) $(DOCKER_BUILD_ARGS) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image.
@@ -314,11 +314,11 @@ ifeq ($(notdir $(CONTAINER_TOOL)),buildah)
 	# BUILDPLATFORM named: buildah 1.28 (Debian 12) sets it to the target
 	# platform when --platform is given, which would run the builder stage
 	# under emulation (or fail to find its base image).
-	buildah build --platform=$(PLATFORMS) --build-arg BUILDPLATFORM=linux/$(shell $(GO) env GOARCH) --manifest $(IMG) $(DOCKER_BUILD_ARGS) .
+	buildah build --platform=$(PLATFORMS) --build-arg BUILDPLATFORM=linux/$(shell $(GO) env GOARCH) --build-arg VERSION=$(VERSION) --manifest $(IMG) $(DOCKER_BUILD_ARGS) .
 	buildah manifest push --all $(IMG) docker://$(IMG)
 else
 	- $(CONTAINER_TOOL) buildx create --name podset-operator-builder
-	$(CONTAINER_TOOL) buildx build --builder podset-operator-builder --push --platform=$(PLATFORMS) --tag $(IMG) $(DOCKER_BUILD_ARGS) . ; \
+	$(CONTAINER_TOOL) buildx build --builder podset-operator-builder --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) --tag $(IMG) $(DOCKER_BUILD_ARGS) . ; \
 	  rc=$$?; $(CONTAINER_TOOL) buildx rm podset-operator-builder; exit $$rc
 endif
 
@@ -399,6 +399,8 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Regenerate bundle/ and bundle.
 	printf '\n  # The OpenShift releases the bundle supports: OpenShift %s (Kubernetes %s, the minKubeVersion) and later.\n  com.redhat.openshift.versions: "%s"\n' \
 	  '$(OPENSHIFT_VERSIONS:v%=%)' '$(MIN_KUBE_VERSION)' '$(OPENSHIFT_VERSIONS)' >> bundle/metadata/annotations.yaml
 	sed -i 's|^# Copy files to locations specified by labels.|# The OpenShift releases the bundle supports.\nLABEL com.redhat.openshift.versions="$(OPENSHIFT_VERSIONS)"\n\n&|' bundle.Dockerfile
+	@# Red Hat's certification looks for the license in /licenses.
+	printf 'COPY LICENSE /licenses/LICENSE\n' >> bundle.Dockerfile
 ifeq ($(USE_IMAGE_DIGESTS),true)
 	@# Every image pinned and listed: the bundle installs from a mirror.
 	sed -i 's|^\(    features.operators.openshift.io/disconnected: \).*|\1"true"|' $(BUNDLE_CSV)
@@ -419,11 +421,11 @@ bundle-build: ## Build the bundle image BUNDLE_IMG (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: test-manager-image
-test-manager-image: ## Build the manager image with docker-build and buildah over stand-in base images (see docs/local-cluster.md) and check it: user 65532, static /manager that starts, nothing else. Saves it for the real node.
+test-manager-image: ## Build the manager image with docker-build and buildah over stand-in base images (see docs/local-cluster.md) and check it: user 65532, static /manager that starts, /licenses/LICENSE and preflight's labels, nothing else. Saves it for the real node.
 	OUT=$(NODE_IMAGES) hack/test-manager-image.sh $(IMG)
 
 .PHONY: test-bundle-image
-test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/. Saves it for the real node.
+test-bundle-image: ## Build the bundle image with bundle-build and buildah (installed from Debian when missing) and check it holds exactly bundle/ and /licenses/LICENSE. Saves it for the real node.
 	OUT=$(NODE_IMAGES) hack/test-bundle-image.sh $(BUNDLE_IMG)
 
 # The two images above as archives for the real node's registry: the real-node

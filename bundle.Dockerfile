@@ -22,3 +22,4 @@ LABEL com.redhat.openshift.versions="v4.16"
 COPY bundle/manifests /manifests/
 COPY bundle/metadata /metadata/
 COPY bundle/tests/scorecard /tests/scorecard/
+COPY LICENSE /licenses/LICENSE

@@ -2,8 +2,9 @@
 # Builds the manager image with `make docker-build`, as a user would, with
 # buildah (no daemon) over stand-ins for its base images
 # (hack/build-base-images.sh), and checks it: it runs as 65532:65532, its
-# entrypoint is /manager, a static binary that starts in the image, and it
-# holds nothing but the base and /manager. With OUT set, it also saves the
+# entrypoint is /manager, a static binary that starts in the image, it
+# holds nothing but the base, /manager and /licenses/LICENSE, and it carries
+# the labels that Red Hat's certification requires. With OUT set, it also saves the
 # image as a docker-archive there (for the real node).
 #   hack/test-manager-image.sh [IMG]
 set -euo pipefail
@@ -28,8 +29,18 @@ entry=$(buildah inspect --format '{{.OCIv1.Config.Entrypoint}}' "$img")
 [[ "$entry" == '[/manager]' ]] || fail "entrypoint is $entry"
 
 root=$(buildah mount "$ctr")
-extra=$(cd "$root" && find . -mindepth 1 | grep -v -E '^\./(manager|etc|etc/(passwd|group|ssl|ssl/certs|ssl/certs/ca-certificates\.crt)|tmp|home|home/nonroot)$' || true)
+extra=$(cd "$root" && find . -mindepth 1 | grep -v -E '^\./(manager|licenses|licenses/LICENSE|etc|etc/(passwd|group|ssl|ssl/certs|ssl/certs/ca-certificates\.crt)|tmp|home|home/nonroot)$' || true)
 [[ -z "$extra" ]] || fail "unexpected files: $extra"
+cmp -s LICENSE "$root/licenses/LICENSE" || fail "/licenses/LICENSE is not the project's LICENSE"
+# The labels Red Hat's certification (preflight) requires, the version the
+# Makefile's, which is also the Dockerfile's default.
+version=$(sed -n 's/^VERSION ?= //p' Makefile)
+for label in name vendor version release summary description maintainer; do
+  value=$(buildah inspect --format "{{index .OCIv1.Config.Labels \"$label\"}}" "$img")
+  [[ -n "$value" ]] || fail "no label $label"
+done
+[[ "$(buildah inspect --format '{{index .OCIv1.Config.Labels "version"}}' "$img")" == "$version" ]] || fail "label version is not the Makefile's VERSION $version"
+grep -qx "ARG VERSION=$version" Dockerfile || fail "the Dockerfile's default VERSION is not the Makefile's $version"
 go version -m "$root/manager" | grep -q 'CGO_ENABLED=0' || fail "/manager is not a static (CGO_ENABLED=0) build"
 buildah umount "$ctr" >/dev/null
 
@@ -38,4 +49,4 @@ help=$(buildah run --user 65532:65532 "$ctr" /manager --help 2>&1 || true)
 grep -q -- '-leader-elect' <<<"$help" || fail "/manager --help did not run: $help"
 
 [[ -z "${OUT:-}" ]] || save_archive "$img" "$OUT/manager.tar"
-echo "manager image $img: 65532:65532, entrypoint /manager (static), nothing but the base and /manager; it starts"
+echo "manager image $img: 65532:65532, entrypoint /manager (static), nothing but the base, /manager and /licenses/LICENSE, preflight's labels (version $version); it starts"
