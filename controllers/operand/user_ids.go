@@ -62,16 +62,22 @@ func applyUserIDs(spec *corev1.PodSpec, tmpl revision.Template, defaultImage str
 		}
 		return
 	}
-	if ids != OperatorPicksIDs || spec.SecurityContext.RunAsUser != nil {
+	// A Windows pod may set no Linux user at all; the API server refuses
+	// runAsUser there.
+	if ids != OperatorPicksIDs || spec.SecurityContext.RunAsUser != nil || (spec.OS != nil && spec.OS.Name == corev1.Windows) {
 		return
 	}
 	operandImages := []string{DefaultOperandImage, defaultImage}
 	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range containers {
 			c := &containers[i]
-			if c.SecurityContext.RunAsUser == nil && slices.Contains(operandImages, c.Image) {
-				c.SecurityContext.RunAsUser = ptr.To(UID)
+			if !slices.Contains(operandImages, c.Image) || (c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil) {
+				continue
 			}
+			if c.SecurityContext == nil {
+				c.SecurityContext = &corev1.SecurityContext{}
+			}
+			c.SecurityContext.RunAsUser = ptr.To(UID)
 		}
 	}
 }

@@ -43,6 +43,10 @@ func TestNewPodUserIDs(t *testing.T) {
 		}
 		return pts
 	}
+	windows := func(pts *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+		pts.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+		return pts
+	}
 	other := corev1.Container{Name: "app", Image: "registry.example.com/app:1"}
 	tests := []struct {
 		name     string
@@ -64,6 +68,7 @@ func TestNewPodUserIDs(t *testing.T) {
 		{name: "the template's own user wins", template: template(nil, nil, withUser(operandContainer("web"), 1000)), ids: OperatorPicksIDs, wantUsers: []int64{1000}},
 		{name: "the pod's user wins for every container", template: template(ptr.To[int64](2000), nil, operandContainer("web")), ids: OperatorPicksIDs, wantUsers: []int64{2000}},
 		{name: "on OpenShift a template's own user stays, for the SCC to judge", template: template(nil, nil, withUser(other, 65532)), ids: NamespacePicksIDs, wantUsers: []int64{65532}},
+		{name: "a Windows pod sets no Linux user", template: windows(template(nil, nil, operandContainer("web"))), ids: OperatorPicksIDs, wantUsers: []int64{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
