@@ -347,6 +347,11 @@ undeploy: $(KUSTOMIZE) ## Remove the deployed operator from the cluster.
 
 ##@ OLM bundle and catalog
 
+# Every release before VERSION, as VERSION=COMMIT: the OperatorHub submission
+# (make operatorhub) holds each one's bundle/ beside the work tree's.
+RELEASES ?= 0.1.0=ccce42a711a7381de1b59da6c02e92f61e7d45d7 0.2.0=eba0fbb8e7a8b82ffec40b5351bf705b85f093b7 \
+  0.3.0=e087d9aae4ca19ee3a785153b4afadc7c1d8ca90 0.4.0=89abf3db5f6a688ddaabadd8c054aaf664204119
+OPERATORHUB_DIR ?= $(LOCALBIN)/operatorhub
 # The OpenShift releases the bundle supports (com.redhat.openshift.versions):
 # from OpenShift 4.16, whose Kubernetes (1.29) is the CSV's minKubeVersion.
 OPENSHIFT_VERSIONS ?= v4.16
@@ -408,6 +413,14 @@ endif
 	@# The validators only warn about most problems; treat warnings as errors.
 	out=$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1); \
 	  echo "$$out"; ! echo "$$out" | grep -E 'level=(warning|error)'
+
+.PHONY: operatorhub
+operatorhub: ## Write the OperatorHub submission (community-operators layout: every release's bundle and ci.yaml) to OPERATORHUB_DIR.
+	hack/operatorhub-tree.sh $(OPERATORHUB_DIR) "$(RELEASES)" $(VERSION)
+
+.PHONY: verify-operatorhub
+verify-operatorhub: operatorhub $(OPERATOR_SDK) ## Validate the OperatorHub submission as the community-operators pipelines do: operator-sdk's operatorframework suite, operatorhub, community and good-practices validators on every version, at the minKubeVersion.
+	hack/verify-operatorhub.sh $(OPERATOR_SDK) $(OPERATORHUB_DIR)/operators/podset-operator $(MIN_KUBE_VERSION)
 
 .PHONY: verify-bundle
 verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ differ from what make bundle and make catalog generate.

@@ -609,17 +609,7 @@ var openShiftKubernetes = map[int]int{16: 29, 17: 30, 18: 31, 19: 32, 20: 33, 21
 // operator where it cannot install, a newer one hide it where it can.
 func TestOpenShiftVersions(t *testing.T) {
 	const key = "com.redhat.openshift.versions"
-	raw, err := os.ReadFile(filepath.Join(bundleDir, "metadata", "annotations.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var metadata struct {
-		Annotations map[string]string `json:"annotations"`
-	}
-	if err := yaml.Unmarshal(raw, &metadata); err != nil {
-		t.Fatal(err)
-	}
-	versions := metadata.Annotations[key]
+	versions := readAnnotations(t, filepath.Join(bundleDir, "metadata", "annotations.yaml"))[key]
 	if versions == "" {
 		t.Fatalf("bundle/metadata/annotations.yaml has no %s", key)
 	}
@@ -630,19 +620,5 @@ func TestOpenShiftVersions(t *testing.T) {
 	if label := fmt.Sprintf("LABEL %s=%q", key, versions); !strings.Contains(string(dockerfile), label+"\n") {
 		t.Errorf("bundle.Dockerfile has no %s, the metadata's value", label)
 	}
-	// "v4.16" (and later), "v4.16-v4.18" (a range) or "=v4.16" (only it).
-	lowest, _, _ := strings.Cut(strings.TrimPrefix(versions, "="), "-")
-	var major, minor int
-	if _, err := fmt.Sscanf(lowest, "v%d.%d", &major, &minor); err != nil || major != 4 {
-		t.Fatalf("%s %q: want v4.<minor>, a range or =v4.<minor> (%v)", key, versions, err)
-	}
-	kube, known := openShiftKubernetes[minor]
-	if !known {
-		t.Fatalf("%s %q: OpenShift 4.%d is not one the table knows", key, versions, minor)
-	}
-	csv := loadBundle(t).CSV
-	if want := fmt.Sprintf("1.%d.0", kube); csv.Spec.MinKubeVersion != want {
-		t.Errorf("%s begins with OpenShift 4.%d (Kubernetes 1.%d), but the CSV's minKubeVersion is %s: make them agree (Makefile OPENSHIFT_VERSIONS)",
-			key, minor, kube, csv.Spec.MinKubeVersion)
-	}
+	checkOpenShiftVersions(t, "bundle/", versions, loadBundle(t).CSV.Spec.MinKubeVersion)
 }
