@@ -566,9 +566,9 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 # REAL_NODE_RUN=TestRealNode/InPlace.
 REAL_NODE_RUN ?= TestRealNode
 REAL_NODE_TEST = MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
-	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) \
+	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) SCC_ADMISSION_BIN=$(OPENSHIFT_BIN)/sccadmission \
 	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v
-test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar $(OPENSHIFT_BIN)/sccadmission ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) $(REAL_NODE_TEST) -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/

@@ -91,6 +91,7 @@ func TestRealNode(t *testing.T) {
 		{"DefaultOperandRunsRestricted", testRealDefaultOperand},
 		{"CustomImageRunsRestricted", testRealCustomImage},
 		{"TemplateServesAConfigMapOnceReady", testRealTemplateServesAConfigMap},
+		{"OpenShiftSampleRunsAsTheNamespacesUser", testRealOpenShiftSample},
 		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
 		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
 		{"NothingLeavesTheMachine", testRealNodeGuard},
