@@ -490,8 +490,8 @@ catalog-push: ## Push the catalog image.
 	$(CONTAINER_TOOL) push $(CATALOG_IMG)
 
 .PHONY: test-olm
-test-olm: cluster-tools olm-tools build $(MONITORING_CRDS) ## Install the operator through real OLM on a local cluster without the Prometheus Operator's CRDs, run it with OLM's ServiceAccount, uninstall; one install mode again with the CRDs.
-	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" MANAGER_BIN="$(LOCALBIN)/manager" MONITORING_CRDS="$(MONITORING_CRDS)" \
+test-olm: cluster-tools olm-tools build $(MONITORING_CRDS) $(OPENSHIFT_BIN)/sccadmission ## Install the operator through real OLM on a local cluster without the Prometheus Operator's CRDs, run it with OLM's ServiceAccount, uninstall; once more under OpenShift's SCC admission (its stand-in), and one install mode again with the CRDs.
+	K8S_BIN="$(K8S_BIN)" OLM_BIN="$(OLM_BIN)" MANAGER_BIN="$(LOCALBIN)/manager" MONITORING_CRDS="$(MONITORING_CRDS)" SCC_ADMISSION_BIN="$(OPENSHIFT_BIN)/sccadmission" \
 	  $(GO) test ./test/olm/ -count=1 -v -timeout=30m -run '^TestOLM$$'
 
 .PHONY: test-olmv1

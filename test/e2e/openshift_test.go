@@ -3,19 +3,7 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
-	"encoding/pem"
-	"fmt"
-	"math/big"
-	"net"
-	"net/http"
-	"os"
+	"context"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,7 +12,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,23 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
-	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/test/localcluster"
-)
-
-// The stand-in of OpenShift's pod admission (test/openshift/sccadmission:
-// OpenShift's SecurityContextConstraints plugin served as a webhook) judges
-// the pods of the namespaces that carry openshiftLabel, as OpenShift judges
-// every namespace's. Scoped so that the suite's other tests keep a plain
-// Kubernetes.
-const (
-	openshiftLabel = "e2e.example.com/openshift"
-	// The other two annotations OpenShift's namespace controller sets
-	// beside operand.AnnotationUIDRange.
-	annotationSupplementalGroups = "openshift.io/sa.scc.supplemental-groups"
-	annotationMCS                = "openshift.io/sa.scc.mcs"
-	sccAnnotation                = "openshift.io/scc"
-	uidRangeSize                 = 10000
+	"github.com/example/podset-operator/test/openshift"
 )
 
 // The crashing image's kwok Stage, for the auto-rollback flow (the fault
@@ -67,24 +39,6 @@ func init() {
 	})
 }
 
-// openshift is the running stand-in.
-type openshift struct {
-	base string // https://127.0.0.1:PORT
-	http *http.Client
-	// next is the index of the next namespace's UID range.
-	next int
-}
-
-// judgement is what the stand-in decided for one namespace's pods
-// (test/openshift/sccadmission).
-type judgement struct {
-	Admitted          int            `json:"admitted"`
-	Refused           int            `json:"refused"`
-	SCCs              map[string]int `json:"sccs"`
-	Refusals          []string       `json:"refusals"`
-	ValidationRefused int            `json:"validationRefused"`
-}
-
 // TestOpenShift: every pod the operator makes is admitted by OpenShift's own
 // SCC admission under restricted-v2, the SCC every authenticated user may
 // use, with the user ID the namespace's range assigns: the sample (the
@@ -98,7 +52,7 @@ func TestOpenShift(t *testing.T) {
 	oc := startOpenShiftAdmission(t)
 	flows := []struct {
 		name string
-		fn   func(*testing.T, *openshift)
+		fn   func(*testing.T, *ocp)
 	}{
 		{"Sample", testOpenShiftSample},
 		{"ShortForm", testOpenShiftShortForm},
@@ -117,165 +71,61 @@ func TestOpenShift(t *testing.T) {
 	}
 }
 
-// startOpenShiftAdmission installs what OpenShift ships (the SCC CRD, its
-// default SCCs and the RBAC that lets system:authenticated use
-// restricted-v2), starts the stand-in and registers it.
-func startOpenShiftAdmission(t *testing.T) *openshift {
+// ocp is the stand-in of OpenShift's pod admission in front of the suite's
+// cluster (test/openshift), for one test.
+type ocp struct {
+	*openshift.StandIn
+	// first is the first user ID of the last namespace made by namespace.
+	first int64
+}
+
+// startOpenShiftAdmission starts the stand-in for the rest of the test.
+func startOpenShiftAdmission(t *testing.T) *ocp {
 	bin := envOr("SCC_ADMISSION_BIN", filepath.Join(env.repoRoot, "bin", "openshift", "sccadmission"))
-	_, err := os.Stat(bin)
-	Expect(err).NotTo(HaveOccurred(), "run the suite with `make test-e2e`, which builds the stand-in")
-	step("installing OpenShift's SecurityContextConstraints CRD, default SCCs and their RBAC")
-	mustKubectl(t, "apply", "--server-side", "-f", filepath.Join(filepath.Dir(bin), "securitycontextconstraints.crd.yaml"))
-	Expect(env.cluster.WaitForCRDEstablished(t.Context(), "securitycontextconstraints.security.openshift.io", timeout)).To(Succeed())
-	mustKubectl(t, "apply", "--server-side", "-f", "test/openshift/manifests/default-sccs.yaml")
-
-	dir := t.TempDir()
-	caPEM := writeServingCert(dir)
-	addrFile := filepath.Join(dir, "address")
-	proc, err := localcluster.StartProcess("sccadmission", bin, []string{
-		"--kubeconfig=" + env.cluster.KubeconfigPath(), "--listen=127.0.0.1:0", "--address-file=" + addrFile,
-		"--tls-cert=" + filepath.Join(dir, "tls.crt"), "--tls-key=" + filepath.Join(dir, "tls.key"),
-	}, nil, filepath.Join(env.cluster.LogDir(), "sccadmission.log"))
+	step("OpenShift's SCC admission (its stand-in, %s) in front of the namespaces labelled %s", bin, openshift.Label)
+	s, err := openshift.Start(t.Context(), env.cluster, env.admin, bin, filepath.Join(env.cluster.LogDir(), "sccadmission.log"))
 	Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = proc.Stop() })
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	return &ocp{StandIn: s}
+}
 
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue())
-	o := &openshift{http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}}
-	Eventually(func(g Gomega) {
-		addr, err := os.ReadFile(addrFile)
-		g.Expect(err).NotTo(HaveOccurred(), "the stand-in is not serving yet; its log: %s", proc.LogPath())
-		o.base = "https://" + string(addr)
-		resp, err := o.http.Get(o.base + "/healthz")
-		g.Expect(err).NotTo(HaveOccurred())
-		_ = resp.Body.Close()
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-
-	step("registering the stand-in as the pods' mutating and validating admission, for namespaces labelled %s", openshiftLabel)
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-	}}
-	selector := &metav1.LabelSelector{MatchLabels: map[string]string{openshiftLabel: "true"}}
-	config := func(path string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(o.base + path), CABundle: caPEM}
-	}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-openshift-scc"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "scc.security.openshift.io", ClientConfig: config("/mutate"), Rules: rules, NamespaceSelector: selector,
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-openshift-scc"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "scc.security.openshift.io", ClientConfig: config("/validate"), Rules: rules, NamespaceSelector: selector,
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	Expect(env.admin.Create(t.Context(), mutating)).To(Succeed())
-	Expect(env.admin.Create(t.Context(), validating)).To(Succeed())
+// namespace creates a namespace as OpenShift leaves it, for this test.
+func (o *ocp) namespace(t *testing.T, name string) string {
+	ns, first, err := o.NewNamespace(t.Context(), name)
+	Expect(err).NotTo(HaveOccurred())
+	o.first = first
+	Expect(localcluster.WaitForDefaultServiceAccount(t.Context(), env.clientset, ns)).To(Succeed())
 	t.Cleanup(func() {
-		_ = env.admin.Delete(t.Context(), mutating)
-		_ = env.admin.Delete(t.Context(), validating)
+		_ = env.admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
-
-	// The API server calls the webhooks once it has seen their
-	// configurations: a pod made before then would pass unjudged. Wait
-	// until a probe pod comes back with the SCC that admitted it (the
-	// admin's: it may use every SCC).
-	probeNS := o.namespace(t, "e2e-openshift-probe")
-	Eventually(func(g Gomega) {
-		probe := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: probeNS},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-		}
-		g.Expect(env.admin.Create(t.Context(), probe)).To(Succeed())
-		_ = env.admin.Delete(t.Context(), probe)
-		g.Expect(probe.Annotations).To(HaveKey(sccAnnotation))
-	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	return o
+	return ns
 }
 
-// namespace creates a namespace as OpenShift's namespace controller leaves
-// it: its own ranges of user IDs and groups, and an MCS label.
-func (o *openshift) namespace(t *testing.T, name string) string {
-	o.next++
-	uidRange := fmt.Sprintf("%d/%d", o.firstUID(), uidRangeSize)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   name,
-		Labels: map[string]string{openshiftLabel: "true"},
-		Annotations: map[string]string{
-			operand.AnnotationUIDRange:   uidRange,
-			annotationSupplementalGroups: uidRange,
-			annotationMCS:                fmt.Sprintf("s0:c%d,c5", 20+o.next),
-		},
-	}}
-	Expect(env.admin.Create(t.Context(), ns)).To(Succeed())
-	Expect(localcluster.WaitForDefaultServiceAccount(t.Context(), env.clientset, name)).To(Succeed())
-	t.Cleanup(func() { _ = env.admin.Delete(t.Context(), ns) })
-	return name
-}
+// firstUID is the first user ID of the last namespace made by namespace.
+func (o *ocp) firstUID() int64 { return o.first }
 
-// firstUID is the first user ID of the namespace o.namespace made last.
-func (o *openshift) firstUID() int64 { return 1000600000 + int64(o.next)*uidRangeSize }
-
-// judgements returns what the stand-in decided for ns's pods.
-func (o *openshift) judgements(g Gomega, ns string) judgement {
-	resp, err := o.http.Get(o.base + "/judgements")
+func (o *ocp) judgements(g Gomega, ns string) openshift.Judgement {
+	j, err := o.Judgements(ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = resp.Body.Close() }()
-	all := map[string]judgement{}
-	g.Expect(json.NewDecoder(resp.Body).Decode(&all)).To(Succeed())
-	return all[ns]
+	return j
 }
 
-// expectAllAdmitted expects the stand-in to have judged at least min pods
-// of ns, admitted each under restricted-v2 and refused none, and every live
-// pod to run as a user of the namespace's range, from first.
-func (o *openshift) expectAllAdmitted(t *testing.T, ns string, first int64, min int) judgement {
-	var j judgement
+// expectAllAdmitted waits until the stand-in has admitted at least min pods
+// of ns, and checks them (openshift.StandIn.CheckPods).
+func (o *ocp) expectAllAdmitted(t *testing.T, ns string, first int64, min int) openshift.Judgement {
+	var j openshift.Judgement
 	Eventually(func(g Gomega) {
-		j = o.judgements(g, ns)
-		g.Expect(j.Admitted).To(BeNumerically(">=", min), "pods judged in %s", ns)
+		var err error
+		j, err = o.CheckPods(t.Context(), ns, first, min)
+		g.Expect(err).NotTo(HaveOccurred())
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	Expect(j.Refused).To(BeZero(), "refused: %v", j.Refusals)
-	Expect(j.ValidationRefused).To(BeZero())
-	Expect(j.SCCs).To(HaveLen(1), "SCCs that admitted %s's pods", ns)
-	Expect(j.SCCs).To(HaveKey("restricted-v2"))
-	var pods corev1.PodList
-	Expect(env.admin.List(t.Context(), &pods, client.InNamespace(ns))).To(Succeed())
-	for _, p := range pods.Items {
-		Expect(p.Annotations).To(HaveKeyWithValue(sccAnnotation, "restricted-v2"), "pod %s", p.Name)
-		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
-			uid := userOf(&p, c)
-			Expect(uid).NotTo(BeNil(), "pod %s container %s has no user: the SCC assigns one", p.Name, c.Name)
-			Expect(*uid).To(BeNumerically(">=", first), "pod %s container %s", p.Name, c.Name)
-			Expect(*uid).To(BeNumerically("<", first+uidRangeSize), "pod %s container %s", p.Name, c.Name)
-		}
-		Expect(p.Spec.SecurityContext.FSGroup).To(HaveValue(Equal(first)), "pod %s: fsGroup, the range's first", p.Name)
-	}
 	step("the stand-in judged %d pods of %s: %d admitted (%v), %d refused", j.Admitted+j.Refused, ns, j.Admitted, j.SCCs, j.Refused)
 	return j
 }
 
-func userOf(p *corev1.Pod, c corev1.Container) *int64 {
-	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
-		return c.SecurityContext.RunAsUser
-	}
-	if p.Spec.SecurityContext != nil {
-		return p.Spec.SecurityContext.RunAsUser
-	}
-	return nil
-}
-
 // testOpenShiftSample: the sample, which the console offers as "Create
 // PodSet" (alm-examples), makes its pods.
-func testOpenShiftSample(t *testing.T, o *openshift) {
+func testOpenShiftSample(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-sample")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	expectSettled(t, ns, 3)
@@ -300,7 +150,7 @@ func testOpenShiftSample(t *testing.T, o *openshift) {
 
 // testOpenShiftShortForm: the short form, with the operator's default
 // image and with another, makes its pods.
-func testOpenShiftShortForm(t *testing.T, o *openshift) {
+func testOpenShiftShortForm(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-short")
 	mustKubectlIn(t, `{"apiVersion": "app.example.com/v1alpha1", "kind": "PodSet", "metadata": {"name": "default-image"}, "spec": {"replicas": 2}}`, "apply", "-n", ns, "-f", "-")
 	mustKubectlIn(t, `{"apiVersion": "app.example.com/v1alpha1", "kind": "PodSet", "metadata": {"name": "own-image"}, "spec": {"replicas": 2, "image": "registry.example.com/app:1"}}`, "apply", "-n", ns, "-f", "-")
@@ -311,7 +161,7 @@ func testOpenShiftShortForm(t *testing.T, o *openshift) {
 
 // testOpenShiftChartTemplate: a chart-like template (init container,
 // sidecar, probes, projected and emptyDir volumes) makes its pods.
-func testOpenShiftChartTemplate(t *testing.T, o *openshift) {
+func testOpenShiftChartTemplate(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-chart")
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
 	ps.Spec.Replicas = ptr.To[int32](3)
@@ -325,7 +175,7 @@ func testOpenShiftChartTemplate(t *testing.T, o *openshift) {
 // testOpenShiftRolloutAndInPlace: the sample rolls to a new template (new
 // pods) and then updates its pods in place (the same pods, patched: an
 // update the SCC admission judges without letting it mutate the pod).
-func testOpenShiftRolloutAndInPlace(t *testing.T, o *openshift) {
+func testOpenShiftRolloutAndInPlace(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-rollout")
 	first := o.firstUID()
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
@@ -366,7 +216,7 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *openshift) {
 
 // testOpenShiftAutoRollback: a template whose container crashes is rolled
 // back, and every pod of both revisions is admitted.
-func testOpenShiftAutoRollback(t *testing.T, o *openshift) {
+func testOpenShiftAutoRollback(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-rollback")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p",
@@ -393,7 +243,7 @@ const crashingImageForOpenShift = "registry.example.com/crashing:1"
 // namespace's range, is refused as a Deployment's would be; the PodSet
 // says so in ReplicaFailure with OpenShift's words, and its retries back
 // off.
-func testOpenShiftOwnUser(t *testing.T, o *openshift) {
+func testOpenShiftOwnUser(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-own-user")
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns}}
 	ps.Spec.Replicas = ptr.To[int32](2)
@@ -433,7 +283,7 @@ func testOpenShiftOwnUser(t *testing.T, o *openshift) {
 // testOpenShiftManagerDeployment: the manager's own Deployment, as
 // config/default renders it, gets its pod in a namespace OpenShift
 // allocates.
-func testOpenShiftManagerDeployment(t *testing.T, o *openshift) {
+func testOpenShiftManagerDeployment(t *testing.T, o *ocp) {
 	ns := o.namespace(t, "e2e-openshift-manager")
 	d := env.deployment.DeepCopy()
 	d.SetNamespace(ns)
@@ -451,35 +301,4 @@ func mustKubectlIn(t *testing.T, stdin string, args ...string) string {
 	out, _, err := kubectlIn(t.Context(), strings.NewReader(stdin), args...)
 	Expect(err).NotTo(HaveOccurred())
 	return out
-}
-
-// writeServingCert writes a serving certificate for 127.0.0.1 (tls.crt,
-// tls.key) into dir, and returns the PEM of the CA that signed it.
-func writeServingCert(dir string) []byte {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e-openshift-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	caCert, err := x509.ParseCertificate(caDER)
-	Expect(err).NotTo(HaveOccurred())
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "sccadmission"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)).To(Succeed())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }

@@ -60,7 +60,7 @@ var (
 	k8s      client.Client
 	scheme   = runtime.NewScheme()
 	repoRoot string
-	bins     struct{ k8s, olm, manager, opm string }
+	bins     struct{ k8s, olm, manager, opm, sccAdmission string }
 	// The process logs, in a directory kept when the run fails.
 	logDir string
 	// afterClusterStop, when set, checks what the stopped cluster left.
@@ -97,6 +97,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	repoRoot = filepath.Join(wd, "..", "..")
+	bins.sccAdmission = os.Getenv("SCC_ADMISSION_BIN")
+	if bins.sccAdmission == "" {
+		bins.sccAdmission = filepath.Join(repoRoot, "bin", "openshift", "sccadmission")
+	}
 
 	if logDir, err = os.MkdirTemp("", "podset-olm-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -30,6 +30,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
+	"github.com/example/podset-operator/test/openshift"
 )
 
 // TestOLM installs, exercises and uninstalls the operator in all four install
@@ -77,6 +78,23 @@ func TestOLM(t *testing.T) {
 			wantWatchEnv: "podset-multi-a,podset-multi-b",
 		})
 	})
+	t.Run("AllNamespacesOnOpenShift", func(t *testing.T) {
+		// OpenShift's SCC admission (its stand-in, test/openshift) judges
+		// the pods of the operator's namespace and of the workload's, as
+		// OpenShift allocates them: the manager Deployment's pod and the
+		// pods of alm-examples, the PodSet the console offers, are
+		// admitted under restricted-v2 with the namespace's user.
+		stand, err := openshift.Start(context.Background(), cluster, k8s, bins.sccAdmission, filepath.Join(logDir, "sccadmission.log"))
+		must(t, err)
+		t.Cleanup(func() { _ = stand.Stop(context.Background()) })
+		exercise(t, mode{
+			operatorNS:   "podset-openshift",
+			targets:      nil,
+			podsetNS:     "podset-openshift-workload",
+			wantWatchEnv: "",
+			openshift:    stand,
+		})
+	})
 	t.Run("OwnNamespaceWithPrometheusOperator", func(t *testing.T) {
 		// The same bundle on a cluster that serves the Prometheus
 		// Operator's API, with its real CRDs: the manager applies its
@@ -100,14 +118,23 @@ type mode struct {
 	wantWatchEnv string // the olm.targetNamespaces OLM should set
 	// monitoringCRDs: the cluster serves monitoring.coreos.com/v1.
 	monitoringCRDs bool
+	// openshift, when set, judges the pods of operatorNS and podsetNS.
+	openshift *openshift.StandIn
 }
 
 func exercise(t *testing.T, m mode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
+	firstUID := map[string]int64{}
 	for _, ns := range append([]string{m.operatorNS, m.podsetNS, m.ignoredNS}, m.targets...) {
-		if ns != "" {
+		switch {
+		case ns == "":
+		case m.openshift != nil && (ns == m.operatorNS || ns == m.podsetNS):
+			_, first, err := m.openshift.NewNamespace(ctx, ns)
+			must(t, err)
+			firstUID[ns] = first
+		default:
 			must(t, createNamespace(ctx, ns))
 		}
 	}
@@ -229,6 +256,15 @@ func exercise(t *testing.T, m mode) {
 		t.Fatalf("the alm-example PodSet did not converge: %v\nmanager log:\n%s", err, tail(manager.LogPath(), 40))
 	}
 	t.Logf("PodSet %s/%s converged to %d ready pods", ps.Namespace, ps.Name, want)
+	if m.openshift != nil {
+		for ns, pods := range map[string]int{m.podsetNS: int(want), m.operatorNS: 1} {
+			j, err := m.openshift.CheckPods(ctx, ns, firstUID[ns], pods)
+			if err != nil {
+				t.Errorf("under OpenShift's SCC admission: %v", err)
+			}
+			t.Logf("the stand-in judged %d pods of %s: %d admitted (%v), %d refused", j.Admitted+j.Refused, ns, j.Admitted, j.SCCs, j.Refused)
+		}
+	}
 
 	if ignored != nil {
 		// The operator has had the time to converge the watched PodSet; the
