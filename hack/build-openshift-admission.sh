@@ -8,6 +8,11 @@
 set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 cd "$(dirname "$0")/../test/openshift/sccadmission"
+# One build at a time: CI's background builds (make prebuild-tools) and a
+# lane's make may ask for it at once; the second waits, then builds again
+# from the warm build cache, and each puts its binary in place by a rename.
+exec 9>"$out/.sccadmission.lock"
+flock 9
 # The checksum database does not know the OpenShift pseudo-versions; go.sum,
 # committed, pins them.
 export GONOSUMDB=github.com/openshift GOFLAGS=-mod=readonly CGO_ENABLED=0
