@@ -205,6 +205,11 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if r.Pods == nil {
 		return errors.New("PodSetReconciler.Pods is nil: pass the PodIndex given to CacheOptions")
 	}
+	// The namespaces' metadata (userIDs) is cached from the start and
+	// synced with the other caches, rather than on a reconcile's first read.
+	if _, err := mgr.GetCache().GetInformer(ctx, namespaceMetadata()); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet); err != nil {
 		return err
 	}

@@ -82,8 +82,18 @@ func unitReconciler(t *testing.T, pods []*corev1.Pod, apiReader client.Reader, o
 	}, c
 }
 
-// unitClientBuilder is the fake API server of unitReconciler, holding objs.
+// unitClientBuilder is the fake API server of unitReconciler, holding objs
+// and their namespaces, which the reconciler reads (userIDs).
 func unitClientBuilder(objs ...client.Object) *fake.ClientBuilder {
+	namespaces := map[string]bool{}
+	for _, o := range objs {
+		namespaces[o.GetNamespace()] = o.GetNamespace() != ""
+	}
+	for ns, add := range namespaces {
+		if add {
+			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+	}
 	return fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
 		WithStatusSubresource(&appv1alpha1.PodSet{}).
 		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet).
@@ -266,4 +276,26 @@ func TestRetryDelayDoublesUpToItsCap(t *testing.T) {
 	g.Expect(delays[13:]).To(HaveEach(maxRetryDelay))
 	rl.Forget(req)
 	g.Expect(rl.When(req)).To(Equal(5*time.Millisecond), "a success starts over")
+}
+
+// A reconcile whose only failure is the API server's admission not mapping
+// the PodSet kind yet (right after the CRD is installed) is tried again at
+// a fixed second, not with the backoff; any other refusal beside it keeps
+// the backoff.
+func TestRetryOfOwnerMappingLag(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(1)
+	r, _ := unitReconciler(t, nil, nil, ps)
+	lag := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x",
+		errors.New(`cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion app.example.com/v1alpha1 Kind PodSet: no matches for kind "PodSet" in version "app.example.com/v1alpha1"`))
+	rec := newPodSetRecords().of(ps)
+
+	res, err := r.retry(context.Background(), rec, kerrors.NewAggregate([]error{fmt.Errorf("creating pods: %w", lag)}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(OwnerMappingRetryAfter))
+
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-x", errors.New("exceeded quota"))
+	res, err = r.retry(context.Background(), rec, kerrors.NewAggregate([]error{lag, quota}))
+	g.Expect(err).To(HaveOccurred(), "a quota refusal beside it goes to the backoff")
+	g.Expect(res.RequeueAfter).To(BeZero())
 }

@@ -164,11 +164,11 @@ func TestIntegrationPodsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 }
 
 // A namespace whose user IDs the platform allocates (OpenShift's
-// openshift.io/sa.scc.uid-range) gets pods that set no user, group or
-// fsGroup of the operator's: the platform's admission assigns them from
-// the range, and would refuse 65532. Elsewhere the operand image runs as
-// 65532, in the short form and in a template that names no user; another
-// image's template keeps its own.
+// openshift.io/sa.scc.uid-range) gets pods whose operand image runs as the
+// range's first user, with no group or fsGroup of the operator's (the
+// platform's admission assigns them, and would refuse 65532). Elsewhere the
+// operand image runs as 65532, in the short form and in a template that
+// names no user; another image's template keeps its own.
 func TestIntegrationUserIDsFollowTheNamespace(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -189,9 +189,9 @@ func TestIntegrationUserIDsFollowTheNamespace(t *testing.T) {
 		wantUser []*int64 // each container's, by pod or container
 		wantFS   *int64
 	}{
-		{ns: openshift.Name, wantUser: []*int64{nil}},
+		{ns: openshift.Name, wantUser: []*int64{ptr.To[int64](1000660000)}},
 		{ns: plain, wantUser: []*int64{ptr.To(operand.UID)}, wantFS: ptr.To(operand.UID)},
-		{ns: openshift.Name, mutate: operandTemplate, wantUser: []*int64{nil, nil}},
+		{ns: openshift.Name, mutate: operandTemplate, wantUser: []*int64{ptr.To[int64](1000660000), nil}},
 		{ns: plain, mutate: operandTemplate, wantUser: []*int64{ptr.To(operand.UID), nil}},
 	} {
 		ps := createPodSet(t, tc.ns, fmt.Sprintf("ids-%d", len(tc.wantUser)), 2, tc.mutate)

@@ -249,21 +249,24 @@ func (r *PodSetReconciler) createPods(ctx context.Context, s *podSetScope, tmpl 
 	return made, nil
 }
 
-// userIDs is who picks the user IDs of the operand image's pods in
-// namespace ns (operand.UserIDs), from the namespace's metadata in the
-// cache. A namespace the cache does not hold yet is plain Kubernetes's: if
-// the platform allocates its IDs, its admission refuses the operator's and
-// the create is retried.
+// userIDs is the user of the operand image's pods in namespace ns
+// (operand.UserIDs), from the namespace's metadata in the cache
+// (namespaceMetadata). A PodSet's namespace exists: one the cache does not
+// hold yet is waited for (the reconcile fails and is retried), not taken
+// for plain Kubernetes, whose user OpenShift would refuse.
 func (r *PodSetReconciler) userIDs(ctx context.Context, ns string) (operand.UserIDs, error) {
-	var meta metav1.PartialObjectMetadata
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Get(ctx, client.ObjectKey{Name: ns}, &meta); err != nil {
-		if apierrors.IsNotFound(err) {
-			return operand.OperatorPicksIDs, nil
-		}
-		return operand.OperatorPicksIDs, fmt.Errorf("reading namespace %s: %w", ns, err)
+	meta := namespaceMetadata()
+	if err := r.Get(ctx, client.ObjectKey{Name: ns}, meta); err != nil {
+		return operand.UserIDs{}, fmt.Errorf("reading namespace %s from the cache: %w", ns, err)
 	}
 	return operand.UserIDsOf(meta.Annotations), nil
+}
+
+// namespaceMetadata is the cached form of a namespace: its metadata only.
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return meta
 }
 
 // templateRefusal says why the operator makes no pod from tmpl, or nil.

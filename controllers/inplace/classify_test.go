@@ -131,11 +131,25 @@ func TestTemplateChangesInPlace(t *testing.T) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "x", Image: "x"})
 		},
 			inplace.Change{NotInPlace: "spec.template.spec.containers: cannot change in place"}},
+		{"an image to the operand image, whose user the operator picks", func(p *corev1.PodTemplateSpec) {
+			p.Spec.Containers[1].Image = "docker.io/library/busybox:1.37.0"
+		},
+			inplace.Change{NotInPlace: "spec.template.spec.containers[1].image: the operator's operand image and other images run as different users (the pod sets none), and a running container keeps its user"}},
+		{"an image to the operand image with a user of its own", func(p *corev1.PodTemplateSpec) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+			p.Spec.Containers[1].Image = "docker.io/library/busybox:1.37.0"
+		},
+			inplace.Change{NotInPlace: "spec.template.spec.securityContext: cannot change in place"}},
 		{"a toleration", func(p *corev1.PodTemplateSpec) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
 		},
 			inplace.Change{NotInPlace: "spec.template.spec.tolerations: cannot change in place"}},
 	}
+	// The operand image from one tag to another keeps its user: in place.
+	operandFrom := pts(func(p *corev1.PodTemplateSpec) { p.Spec.Containers[1].Image = "docker.io/library/busybox:1.36.1" })
+	got := inplace.Classify(operandFrom, pts(func(p *corev1.PodTemplateSpec) { p.Spec.Containers[1].Image = "docker.io/library/busybox:1.37.0" }), "", inplace.ServerRules{})
+	NewWithT(t).Expect(got.NotInPlace).To(BeEmpty())
+	NewWithT(t).Expect(got.Image).To(BeTrue())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -36,6 +36,11 @@ func classifyTemplates(from, to revision.Template, defaultImage string, server S
 	if path := FirstDifference("spec.template", fixedPart(a), fixedPart(b)); path != "" {
 		return Change{NotInPlace: path + ": cannot change in place"}
 	}
+	for i := range b.Spec.Containers {
+		if operand.OperandUserChanges(&a.Spec, &b.Spec, i, defaultImage) {
+			return Change{NotInPlace: fmt.Sprintf("spec.template.spec.containers[%d].image: the operator's operand image and other images run as different users (the pod sets none), and a running container keeps its user", i)}
+		}
+	}
 	c := Change{Labels: !maps.Equal(a.Labels, b.Labels), Annotations: !maps.Equal(a.Annotations, b.Annotations)}
 	for i := range b.Spec.Containers {
 		ca, cb := a.Spec.Containers[i], b.Spec.Containers[i]

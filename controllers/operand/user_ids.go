@@ -1,7 +1,8 @@
 package operand
 
 import (
-	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -10,74 +11,131 @@ import (
 )
 
 // AnnotationUIDRange is the namespace annotation through which OpenShift
-// allocates each namespace its own range of user IDs ("1000660000/10000").
-// Its SecurityContextConstraints admission assigns a pod that sets no user
-// the first of them, and refuses a user outside them (the default SCC,
-// restricted-v2, runs every pod under MustRunAsRange).
+// allocates each namespace its own range of user IDs ("1000660000/10000",
+// the first and how many). Its SecurityContextConstraints admission runs
+// a pod that sets no user as the first of them under the default SCC,
+// restricted-v2, and refuses a user outside them.
 const AnnotationUIDRange = "openshift.io/sa.scc.uid-range"
 
-// UserIDs says who picks the user and group IDs of the pods whose image is
-// the operator's own: the short form's, and a template's containers that run
-// the operand image and set no user. Every other image's user is the
-// template's, or the image's own USER.
-type UserIDs int
+// UserIDs is the user the containers of the operator's own image run as:
+// the short form's, and a template's containers that run the operand image
+// and set no user (the pod sets none either). Every other image's user is
+// the template's, or the image's own USER.
+type UserIDs struct {
+	// uid is that user; 0 sets none.
+	uid int64
+	// namespaceRange: the platform allocates the namespace's IDs, and
+	// assigns the group and fsGroup the short form then leaves unset.
+	namespaceRange bool
+}
 
-const (
-	// OperatorPicksIDs runs them as UID, GID and fsGroup 65532 (UID): the
-	// operand image declares no user, so the kubelet refuses it under
-	// runAsNonRoot without one. This is plain Kubernetes.
-	OperatorPicksIDs UserIDs = iota
-	// NamespacePicksIDs sets no user, group or fsGroup: the platform
-	// assigns them from the namespace's range, and one picked by the
-	// operator would fall outside it and be refused. This is a namespace
-	// that carries AnnotationUIDRange (OpenShift).
-	NamespacePicksIDs
-)
+// OperatorPicksIDs runs them as UID 65532 (and the short form's GID and
+// fsGroup too): the operand image declares no user, and the kubelet refuses
+// to start it as root under runAsNonRoot. This is plain Kubernetes.
+var OperatorPicksIDs = UserIDs{uid: UID}
 
-// UserIDsOf is who picks the IDs in a namespace with these annotations.
+// UserIDsOf is the user in a namespace with these annotations: where
+// OpenShift allocates the namespace a range of user IDs, the range's first,
+// the one its admission would assign (and 65532 would be refused);
+// elsewhere OperatorPicksIDs. The first ID is set rather than left to the
+// admission so that it holds under any SCC the pods' ServiceAccount may
+// use: anyuid, which OpenShift tries first, assigns no user, and the
+// operand image would then run as root.
 func UserIDsOf(namespaceAnnotations map[string]string) UserIDs {
-	if _, ok := namespaceAnnotations[AnnotationUIDRange]; ok {
-		return NamespacePicksIDs
+	r, ok := namespaceAnnotations[AnnotationUIDRange]
+	if !ok {
+		return OperatorPicksIDs
 	}
-	return OperatorPicksIDs
+	return UserIDs{uid: firstOfRange(r), namespaceRange: true}
 }
 
-// String names the choice in logs and test messages.
-func (u UserIDs) String() string {
-	if u == NamespacePicksIDs {
-		return "the namespace's range"
+// firstOfRange is the first ID of OpenShift's range "first/size" (or
+// "first-last"), or 0 when it cannot be read: the admission then refuses
+// the namespace's pods whatever they set.
+func firstOfRange(r string) int64 {
+	first, _, _ := strings.Cut(r, "/")
+	first, _, _ = strings.Cut(first, "-")
+	n, err := strconv.ParseInt(strings.TrimSpace(first), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
 	}
-	return "the operator's 65532"
+	return n
 }
 
-// applyUserIDs makes spec, a pod of tmpl after Restrict, follow ids.
+// applyUserIDs makes spec, a pod of tmpl after Restrict, run the operand
+// image's containers as ids says.
 func applyUserIDs(spec *corev1.PodSpec, tmpl revision.Template, defaultImage string, ids UserIDs) {
+	var uid *int64
+	if ids.uid != 0 {
+		uid = ptr.To(ids.uid)
+	}
 	if tmpl.Template == nil {
 		// The short form's pod: restrictedPodSecurityContext set the
 		// operator's IDs.
-		if ids == NamespacePicksIDs {
-			spec.SecurityContext.RunAsUser = nil
+		if ids.namespaceRange {
+			spec.SecurityContext.RunAsUser = uid
 			spec.SecurityContext.RunAsGroup = nil
 			spec.SecurityContext.FSGroup = nil
 		}
 		return
 	}
-	// A Windows pod may set no Linux user at all; the API server refuses
-	// runAsUser there.
-	if ids != OperatorPicksIDs || spec.SecurityContext.RunAsUser != nil || (spec.OS != nil && spec.OS.Name == corev1.Windows) {
+	if uid == nil {
 		return
 	}
-	operandImages := []string{DefaultOperandImage, defaultImage}
 	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range containers {
 			c := &containers[i]
-			if !slices.Contains(operandImages, c.Image) || (c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil) {
+			if !getsOperandUser(spec, c, defaultImage) {
 				continue
 			}
 			if c.SecurityContext == nil {
 				c.SecurityContext = &corev1.SecurityContext{}
 			}
-			c.SecurityContext.RunAsUser = ptr.To(UID)
+			c.SecurityContext.RunAsUser = uid
 		}
 	}
+}
+
+// getsOperandUser reports whether container c of a template's pod spec runs
+// as the user the operator picks for its operand image: it runs that image
+// and neither it nor the pod sets a user. A Windows pod may set no Linux
+// user at all.
+func getsOperandUser(spec *corev1.PodSpec, c *corev1.Container, defaultImage string) bool {
+	if spec.OS != nil && spec.OS.Name == corev1.Windows {
+		return false
+	}
+	if spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil {
+		return false
+	}
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		return false
+	}
+	return IsOperandImage(c.Image, defaultImage)
+}
+
+// IsOperandImage reports whether image is the operator's operand image, at
+// any tag or digest: the repository of DefaultOperandImage or of the
+// manager's (defaultImage). A PodSet written for one release's operand
+// image keeps its user after an upgrade moves the operand to another tag.
+func IsOperandImage(image, defaultImage string) bool {
+	repo := repositoryOf(image)
+	return repo == repositoryOf(DefaultOperandImage) || (defaultImage != "" && repo == repositoryOf(defaultImage))
+}
+
+// repositoryOf is image without its tag and digest.
+func repositoryOf(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
+}
+
+// OperandUserChanges reports whether container i of a template's pod spec
+// moves between the operand image and another image, from a to b, with no
+// user of its own: its user would change with it, and a running container
+// keeps its user, so such a change needs a new pod. a and b differ in
+// nothing else of their security contexts.
+func OperandUserChanges(a, b *corev1.PodSpec, i int, defaultImage string) bool {
+	return getsOperandUser(a, &a.Containers[i], defaultImage) != getsOperandUser(b, &b.Containers[i], defaultImage)
 }

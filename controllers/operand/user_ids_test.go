@@ -12,10 +12,42 @@ import (
 )
 
 func TestUserIDsOf(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(UserIDsOf(nil)).To(Equal(OperatorPicksIDs))
-	g.Expect(UserIDsOf(map[string]string{"openshift.io/sa.scc.mcs": "s0:c26,c5"})).To(Equal(OperatorPicksIDs))
-	g.Expect(UserIDsOf(map[string]string{AnnotationUIDRange: "1000660000/10000"})).To(Equal(NamespacePicksIDs))
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        UserIDs
+	}{
+		{"plain Kubernetes", nil, OperatorPicksIDs},
+		{"another of OpenShift's annotations alone", map[string]string{"openshift.io/sa.scc.mcs": "s0:c26,c5"}, OperatorPicksIDs},
+		{"OpenShift's range, first/size", map[string]string{AnnotationUIDRange: "1000660000/10000"}, UserIDs{uid: 1000660000, namespaceRange: true}},
+		{"first-last", map[string]string{AnnotationUIDRange: "1000660000-1000669999"}, UserIDs{uid: 1000660000, namespaceRange: true}},
+		{"unreadable: the admission assigns, or refuses", map[string]string{AnnotationUIDRange: "soon"}, UserIDs{namespaceRange: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(UserIDsOf(tc.annotations)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestIsOperandImage(t *testing.T) {
+	for _, tc := range []struct {
+		image, defaultImage string
+		want                bool
+	}{
+		{DefaultOperandImage, "", true},
+		{"docker.io/library/busybox:1.38.0", "", true},
+		{"docker.io/library/busybox@sha256:0123", "", true},
+		{"docker.io/library/busybox", "", true},
+		{"registry.example.com/mirror/busybox@sha256:0123", "registry.example.com/mirror/busybox@sha256:4567", true},
+		{"registry.example.com:5000/operand:1", "registry.example.com:5000/operand:2", true},
+		{"registry.example.com:5000/operand", "", false},
+		{"docker.io/library/nginx:1.27", "", false},
+		{"docker.io/library/busybox-extras:1", "", false},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			NewWithT(t).Expect(IsOperandImage(tc.image, tc.defaultImage)).To(Equal(tc.want))
+		})
+	}
 }
 
 // userOf is the user a container of pod runs as, by its own setting or
@@ -29,6 +61,7 @@ func userOf(pod *corev1.Pod, c corev1.Container) *int64 {
 }
 
 func TestNewPodUserIDs(t *testing.T) {
+	openshift := UserIDsOf(map[string]string{AnnotationUIDRange: "1000660000/10000"})
 	operandContainer := func(name string) corev1.Container {
 		return corev1.Container{Name: name, Image: managerDefaultImage}
 	}
@@ -59,15 +92,17 @@ func TestNewPodUserIDs(t *testing.T) {
 		wantGroups *int64
 	}{
 		{name: "short form, plain Kubernetes", ids: OperatorPicksIDs, wantUsers: []int64{UID}, wantFSGrp: ptr.To(UID), wantGroups: ptr.To(UID)},
-		{name: "short form, OpenShift: the SCC assigns them", ids: NamespacePicksIDs, wantUsers: []int64{0}},
+		{name: "short form, OpenShift: the range's first user, the group and fsGroup the SCC's", ids: openshift, wantUsers: []int64{1000660000}},
+		{name: "short form, OpenShift's range unreadable: none", ids: UserIDs{namespaceRange: true}, wantUsers: []int64{0}},
 		{name: "template of the operand image, plain Kubernetes", template: template(nil, nil, operandContainer("web")), ids: OperatorPicksIDs, wantUsers: []int64{UID}},
-		{name: "template of the operand image, OpenShift", template: template(nil, nil, operandContainer("web")), ids: NamespacePicksIDs, wantUsers: []int64{0}},
-		{name: "the operator's constant default image counts too", template: template(nil, nil, corev1.Container{Name: "web", Image: DefaultOperandImage}), ids: OperatorPicksIDs, wantUsers: []int64{UID}},
+		{name: "template of the operand image, OpenShift", template: template(nil, nil, operandContainer("web")), ids: openshift, wantUsers: []int64{1000660000}},
+		{name: "the operand image at another tag counts too", template: template(nil, nil, corev1.Container{Name: "web", Image: "docker.io/library/busybox:1.36.1"}), ids: OperatorPicksIDs, wantUsers: []int64{UID}},
 		{name: "another image keeps its own USER", template: template(nil, nil, other), ids: OperatorPicksIDs, wantUsers: []int64{0}},
+		{name: "another image on OpenShift: the SCC assigns", template: template(nil, nil, other), ids: openshift, wantUsers: []int64{0}},
 		{name: "only the operand image's containers, init ones included", template: template(nil, []corev1.Container{operandContainer("init")}, other, operandContainer("web")), ids: OperatorPicksIDs, wantUsers: []int64{UID, 0, UID}},
 		{name: "the template's own user wins", template: template(nil, nil, withUser(operandContainer("web"), 1000)), ids: OperatorPicksIDs, wantUsers: []int64{1000}},
 		{name: "the pod's user wins for every container", template: template(ptr.To[int64](2000), nil, operandContainer("web")), ids: OperatorPicksIDs, wantUsers: []int64{2000}},
-		{name: "on OpenShift a template's own user stays, for the SCC to judge", template: template(nil, nil, withUser(other, 65532)), ids: NamespacePicksIDs, wantUsers: []int64{65532}},
+		{name: "on OpenShift a template's own user stays, for the SCC to judge", template: template(nil, nil, withUser(other, 65532)), ids: openshift, wantUsers: []int64{65532}},
 		{name: "a Windows pod sets no Linux user", template: windows(template(nil, nil, operandContainer("web"))), ids: OperatorPicksIDs, wantUsers: []int64{0}},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,12 @@ func IsTransient(err error) bool {
 // after its CRD. The API server refreshes that mapper within about 30 s,
 // and the same write then succeeds.
 func IsOwnerMappingLag(err error) bool {
+	// The reconciler aggregates what its phases returned, and an aggregate
+	// hides its errors from errors.As: look inside one of a single error.
+	var agg kerrors.Aggregate
+	if errors.As(err, &agg) && len(agg.Errors()) == 1 {
+		err = agg.Errors()[0]
+	}
 	return every(err, func(err error) bool {
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot set blockOwnerDeletion") &&
 			strings.Contains(err.Error(), "cannot find RESTMapping")

@@ -60,6 +60,7 @@ func TestIsOwnerMappingLag(t *testing.T) {
 		{"nil", nil, false},
 		{"a pod's create", lag("pods"), true},
 		{"wrapped", fmt.Errorf("creating pods: %w", lag("pods")), true},
+		{"alone in an aggregate, as the reconciler returns it", kerrors.NewAggregate([]error{fmt.Errorf("creating pods: %w", lag("pods"))}), true},
 		{"a pod's and a revision's, aggregated", kerrors.NewAggregate([]error{fmt.Errorf("creating pods: %w", lag("pods")), lag("controllerrevisions.apps")}), true},
 		{"beside another refusal", kerrors.NewAggregate([]error{lag("pods"), otherForbidden}), false},
 		{"another refusal", otherForbidden, false},

@@ -187,7 +187,10 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *ocp) {
 	expectRolledOut(t, ns, sample, 3)
 	o.expectAllAdmitted(t, ns, first, 6)
 
-	step("in place: the pods' image changes, and they stay")
+	// Another tag of the operand image: the pods keep their user, which
+	// the operator picks for that image (another image would run as its
+	// own, and needs new pods).
+	step("in place: the pods' image changes to another tag, and they stay")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p",
 		`{"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible"}}}}`)
 	// A pod carries the in-place readiness gate from its creation: the
@@ -197,14 +200,14 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *ocp) {
 	before := podUIDs(livePods(Default, t.Context(), ns, sample))
 	j := o.judgements(Default, ns)
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=json", "-p",
-		`[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example.com/web:2"}]`)
+		`[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "docker.io/library/busybox:1.36.1"}]`)
 	// Under kwok no kubelet restarts the container, so the first pod
 	// updated stays out of service and the update stops there; the real
 	// node's suite runs it through. What is judged here is the patch.
 	Eventually(func(g Gomega) {
 		updated := 0
 		for _, p := range livePods(g, t.Context(), ns, sample) {
-			if slices.Contains(before, p.UID) && p.Spec.Containers[0].Image == "registry.example.com/web:2" {
+			if slices.Contains(before, p.UID) && p.Spec.Containers[0].Image == "docker.io/library/busybox:1.36.1" {
 				updated++
 			}
 		}
