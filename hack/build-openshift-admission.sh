@@ -20,7 +20,10 @@ flock 9
 # in common with the Kubernetes 1.33 tools.
 export GONOSUMDB=github.com/openshift GOFLAGS="-mod=readonly -gcflags=all=-dwarf=false" CGO_ENABLED=0
 started=$(date +%s)
+# go list names the module's directory only once it is downloaded.
+go mod download github.com/openshift/api
 api=$(go list -m -f '{{.Dir}}' github.com/openshift/api)
+[[ -n "$api" ]] || { echo "github.com/openshift/api is not in the module cache" >&2; exit 1; }
 cp "$api/security/v1/zz_generated.crd-manifests/0000_03_config-operator_01_securitycontextconstraints.crd.yaml" \
   "$out/securitycontextconstraints.crd.yaml"
 chmod u+w "$out/securitycontextconstraints.crd.yaml"

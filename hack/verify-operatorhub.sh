@@ -28,8 +28,8 @@ for bundle in "$pkg"/*/; do
     out=$("$sdk" bundle validate "$bundle" --select-optional $select --optional-values=k8s-version="$kube" 2>&1) || true
     # The operatorhub and community validators warn that they are
     # deprecated, whatever the bundle; any other warning counts.
-    if grep -E 'level=(warning|error)' <<<"$out" | grep -qv 'validator is deprecated' ||
-      ! grep -q 'All validation tests have completed successfully' <<<"$out"; then
+    problems=$(grep -E 'level=(warning|error)' <<<"$out" | grep -v 'validator is deprecated' || true)
+    if [[ -n "$problems" ]] || ! grep -q 'All validation tests have completed successfully' <<<"$out"; then
       echo "$version, --select-optional $select:" >&2
       echo "$out" >&2
       failed=1

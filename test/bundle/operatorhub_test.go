@@ -11,6 +11,7 @@ import (
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	ocpvalidation "github.com/redhat-openshift-ecosystem/ocp-olm-catalog-validator/pkg/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -155,5 +156,32 @@ func checkOpenShiftVersions(t *testing.T, what, versions, minKube string) {
 	if want := fmt.Sprintf("1.%d.0", kube); minKube != want {
 		t.Errorf("%s: com.redhat.openshift.versions begins with OpenShift 4.%d (Kubernetes 1.%d), but the CSV's minKubeVersion is %s: make them agree (Makefile OPENSHIFT_VERSIONS)",
 			what, v.Minor, kube, minKube)
+	}
+}
+
+// TestCSVAsksForNoSCC: the operator never lends its own rights to a
+// PodSet's author. OpenShift lets a pod run under any SCC that either its
+// creator (here the operator's ServiceAccount) or its own ServiceAccount
+// may use; were the CSV to grant the operator use of a wider SCC
+// (nonroot-v2, anyuid), every PodSet's pods could run under it.
+func TestCSVAsksForNoSCC(t *testing.T) {
+	csv := loadBundle(t).CSV
+	spec := csv.Spec.InstallStrategy.StrategySpec
+	var rules int
+	for _, perms := range [][]operatorsv1alpha1.StrategyDeploymentPermissions{spec.Permissions, spec.ClusterPermissions} {
+		for _, p := range perms {
+			for _, r := range p.Rules {
+				rules++
+				group := slices.Contains(r.APIGroups, "security.openshift.io") || slices.Contains(r.APIGroups, "*")
+				resource := slices.Contains(r.Resources, "securitycontextconstraints") || slices.Contains(r.Resources, "*")
+				verb := slices.Contains(r.Verbs, "use") || slices.Contains(r.Verbs, "*")
+				if group && resource && verb {
+					t.Errorf("ServiceAccount %s may use SCCs %v (rule %+v): every PodSet author would get pods under them", p.ServiceAccountName, r.ResourceNames, r)
+				}
+			}
+		}
+	}
+	if rules == 0 {
+		t.Fatal("the CSV grants no rule at all; was the install strategy read?")
 	}
 }

@@ -126,7 +126,7 @@ func TestMetricsWithPrometheus(t *testing.T) {
 	// refusal. For up to a minute after a CRD is installed, the API server's
 	// OwnerReferencesPermissionEnforcement refuses every pod a PodSet owns
 	// ("cannot find RESTMapping") until its discovery learns the new kind;
-	// the operator retries within 30 s (maxRetryDelay), and ReplicaFailure
+	// the operator retries every second (OwnerMappingRetryAfter), and ReplicaFailure
 	// keeps the first refusal's message while refusals go on.
 	Eventually(func() (float64, error) { return prom.Value(ctx, `podset_status_replicas{`+sel+`}`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(1.0))
