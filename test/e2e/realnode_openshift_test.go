@@ -12,10 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// testRealOpenShiftSample: under OpenShift's SCC admission (the stand-in of
-// openshift_test.go), the sample's containers really run as the first user
-// of the namespace's range, which the admission assigned, turn Ready and
-// serve their pod's name.
+// testRealOpenShiftSample: under OpenShift's SCC admission (its stand-in,
+// test/openshift), the sample's containers really run as the first user of
+// the namespace's range (the user the admission would assign, and admits),
+// turn Ready and serve their pod's name.
 func testRealOpenShiftSample(t *testing.T) {
 	oc := startOpenShiftAdmission(t)
 	ns := oc.namespace(t, "real-openshift-sample")
@@ -37,6 +37,6 @@ func testRealOpenShiftSample(t *testing.T) {
 			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 			g.Expect(string(body)).To(Equal(p.Name))
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-		step("pod %s: runs as UID %s, which the SCC admission assigned, Ready, and serves its name", p.Name, uid)
+		step("pod %s: runs as UID %s, the first of its namespace's range, admitted under restricted-v2, Ready, and serves its name", p.Name, uid)
 	}
 }
