@@ -11,7 +11,9 @@
 #     the test mounts into the builder (a full compile on every run); today's
 #     Dockerfile is the same but for that flag, and copies internal/ too,
 #     which that release did not have (an empty one is made, and today's
-#     .dockerignore, which lets it into the context, is used);
+#     .dockerignore, which lets it into the context, is used), and the
+#     LICENSE, which that release did not have either (today's is copied;
+#     the release's version goes into the image's labels);
 #   - its .dockerignore kept bundle/ out of every build context, so its
 #     `make bundle-build` failed; today's per-Dockerfile ignore file for
 #     bundle.Dockerfile is added.
@@ -34,10 +36,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"; buildah rmi "$img" "$bundle_img" >/dev/null 2>&1 || true' EXIT
 mkdir "$work/src"
 git archive "$rev" | tar -x -C "$work/src"
-cp Dockerfile .dockerignore bundle.Dockerfile.dockerignore "$work/src/"
+cp Dockerfile .dockerignore bundle.Dockerfile.dockerignore LICENSE "$work/src/"
 mkdir -p "$work/src/internal"
 
-(cd "$work/src" && buildah bud --quiet -f Dockerfile -t "$img" \
+(cd "$work/src" && buildah bud --quiet -f Dockerfile -t "$img" --build-arg VERSION="$version" \
   --build-arg TARGETOS=linux --build-arg TARGETARCH="$(go env GOARCH)" \
   -v "$(go env GOMODCACHE):/go/pkg/mod" -v "$(go env GOCACHE):/root/.cache/go-build" . >/dev/null)
 (cd "$work/src" && buildah bud --quiet -f bundle.Dockerfile -t "$bundle_img" . >/dev/null)
