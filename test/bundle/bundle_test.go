@@ -275,6 +275,65 @@ func TestDescriptorsCoverTheAPI(t *testing.T) {
 	}
 }
 
+// The console's status x-descriptors that render a list or an object
+// (openshift/console, packages/operator-lifecycle-manager, descriptors):
+// every other one, text and podCount among them, is for a single value, and
+// on a list or an object the console ignores it and prints the value as a
+// string ("[object Object]" for an object).
+const hiddenDescriptor = "urn:alm:descriptor:com.tectonic.ui:hidden"
+
+var structuredStatusDescriptors = map[string]string{
+	"urn:alm:descriptor:io.kubernetes.conditions":     "array",
+	"urn:alm:descriptor:com.tectonic.ui:podStatuses": "object",
+	hiddenDescriptor: "",
+}
+
+// TestStatusDescriptorsRender fails when the details page the console draws
+// from the status descriptors would show a field as a raw string: a single
+// value needs an x-descriptor that renders it, a list one that renders lists
+// (or hidden), and an object without one is shown as a group only when each
+// of its fields has a descriptor of its own.
+func TestStatusDescriptorsRender(t *testing.T) {
+	b := loadBundle(t)
+	status := b.V1CRDs[0].Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	descriptors := map[string][]string{}
+	for _, d := range b.CSV.Spec.CustomResourceDefinitions.Owned[0].StatusDescriptors {
+		descriptors[d.Path] = d.XDescriptors
+	}
+	var check func(path string, schema apiextensionsv1.JSONSchemaProps)
+	check = func(path string, schema apiextensionsv1.JSONSchemaProps) {
+		xds, ok := descriptors[path]
+		if !ok {
+			t.Errorf("status.%s has no statusDescriptor", path)
+			return
+		}
+		structured := schema.Type == "object" || schema.Type == "array"
+		for _, xd := range xds {
+			kind, forStructure := structuredStatusDescriptors[xd]
+			switch {
+			case structured && !forStructure:
+				t.Errorf("status.%s is an %s: the console ignores %s there and prints it as a string", path, schema.Type, xd)
+			case structured && kind != "" && kind != schema.Type:
+				t.Errorf("status.%s is an %s, but %s renders an %s", path, schema.Type, xd, kind)
+			case !structured && forStructure && xd != hiddenDescriptor:
+				t.Errorf("status.%s is a single %s value, but %s renders an %s", path, schema.Type, xd, kind)
+			}
+		}
+		switch {
+		case len(xds) > 0:
+		case schema.Type == "object" && len(schema.Properties) > 0:
+			for _, field := range sortedKeys(schema.Properties) {
+				check(path+"."+field, schema.Properties[field])
+			}
+		default:
+			t.Errorf("status.%s (%s) has no x-descriptor: give it one that renders it, or hide it", path, schema.Type)
+		}
+	}
+	for _, field := range sortedKeys(status.Properties) {
+		check(field, status.Properties[field])
+	}
+}
+
 // TestBundleIsCurrent fails when config/ changed without `make bundle`.
 func TestBundleIsCurrent(t *testing.T) {
 	b := loadBundle(t)
