@@ -283,7 +283,7 @@ func TestDescriptorsCoverTheAPI(t *testing.T) {
 const hiddenDescriptor = "urn:alm:descriptor:com.tectonic.ui:hidden"
 
 var structuredStatusDescriptors = map[string]string{
-	"urn:alm:descriptor:io.kubernetes.conditions":     "array",
+	"urn:alm:descriptor:io.kubernetes.conditions":    "array",
 	"urn:alm:descriptor:com.tectonic.ui:podStatuses": "object",
 	hiddenDescriptor: "",
 }
