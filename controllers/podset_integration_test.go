@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
@@ -236,6 +237,64 @@ func TestIntegrationReplacesDeletedAndTerminatedPods(t *testing.T) {
 		g.Expect(now).To(HaveLen(3))
 		g.Expect(podNames(now)).NotTo(ContainElement(finished.Name))
 		g.Expect(getPodSet(g, ps).Status.PodNames).To(Equal(podNames(now)))
+	}, eventually, poll).Should(Succeed())
+}
+
+// A pod that is being deleted is replaced at once and counted in
+// status.terminatingReplicas until it stops or is gone, as a ReplicaSet
+// counts it. A finalizer of the test's own holds the pods in deletion here,
+// as a kubelet running out a grace period would (envtest has none).
+func TestIntegrationCountsTerminatingPods(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "leaving", 3, nil)
+	pods := waitForLivePods(g, ps, 3)
+	const hold = "test.example.com/hold"
+	held := pods[:2]
+	for i := range held {
+		controllerutil.AddFinalizer(&held[i], hold)
+		g.Expect(k8sClient.Update(ctx, &held[i])).To(Succeed())
+	}
+	t.Cleanup(func() {
+		for i := range held {
+			pod := &corev1.Pod{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&held[i]), pod); err == nil && controllerutil.RemoveFinalizer(pod, hold) {
+				_ = k8sClient.Update(ctx, pod)
+			}
+		}
+	})
+	for i := range held {
+		g.Expect(k8sClient.Delete(ctx, &held[i])).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.TerminatingReplicas).To(Equal(int32(2)))
+		g.Expect(st.Replicas).To(Equal(int32(3)))
+		g.Expect(st.PodNames).NotTo(ContainElements(held[0].Name, held[1].Name))
+	}, eventually, poll).Should(Succeed())
+	g.Expect(listLivePods(g, ps)).To(HaveLen(3), "the terminating pods are replaced, not waited for")
+
+	// One stops (its phase Failed, as the kubelet reports a pod it killed):
+	// it is no longer terminating, though its object is still there.
+	stopped := &corev1.Pod{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&held[0]), stopped)).To(Succeed())
+	stopped.Status.Phase = corev1.PodFailed
+	g.Expect(k8sClient.Status().Update(ctx, stopped)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.TerminatingReplicas).To(Equal(int32(1)))
+	}, eventually, poll).Should(Succeed())
+
+	// The other goes: none is left.
+	gone := &corev1.Pod{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&held[1]), gone)).To(Succeed())
+	controllerutil.RemoveFinalizer(gone, hold)
+	g.Expect(k8sClient.Update(ctx, gone)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.TerminatingReplicas).To(Equal(int32(0)))
+		g.Expect(st.Replicas).To(Equal(int32(3)))
 	}, eventually, poll).Should(Succeed())
 }
 

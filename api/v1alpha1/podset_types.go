@@ -389,6 +389,14 @@ type PodSetStatus struct {
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas"`
 
+	// terminatingReplicas is the number of the PodSet's pods that are being
+	// deleted (metadata.deletionTimestamp is set) and have not reached the
+	// Succeeded or Failed phase, as a ReplicaSet counts them: they still run
+	// out their grace period, and hold their node's resources and quota,
+	// but no longer count in replicas and have been replaced.
+	// +optional
+	TerminatingReplicas int32 `json:"terminatingReplicas"`
+
 	// The list is atomic, not a set: only the operator writes it, always
 	// whole, and a set would make the API server track every name as a
 	// field of its own in managedFields (a "v:<name>" entry each), on every
@@ -522,6 +530,7 @@ type AutoRollbackStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`,description="Number of Ready pods"
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`,description="Number of live pods running the current pod template"
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,description="Number of pods Ready for at least minReadySeconds"
+// +kubebuilder:printcolumn:name="Terminating",type=integer,JSONPath=`.status.terminatingReplicas`,description="Number of pods being deleted that have not yet stopped",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodSet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -304,6 +304,8 @@ func TestRolloutStatusMessages(t *testing.T) {
 			`Waiting for podset "web" rollout to finish: 3 of 4 updated replicas are available...`, false, ""},
 		{"done", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 4, UpdatedAvailableReplicas: 4}, "NewRevisionAvailable"),
 			`podset "web" successfully rolled out`, true, ""},
+		{"done, replaced pods still terminating", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 4, UpdatedAvailableReplicas: 4, TerminatingReplicas: 2}, "NewRevisionAvailable"),
+			`podset "web" successfully rolled out (2 replaced pods still terminating)`, true, ""},
 		{"paused", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1}, "Paused"), "", false, "is paused (1 of 4 pods updated)"},
 		{"rolled back", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRolledBack)), "", false,
 			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack; apply a fixed template, or ` + "`kubectl podset rollout retry web`" + ` once the rollback is done): rollout failed`},

@@ -19,6 +19,15 @@ func IsLive(pod *slimpod.Pod) bool {
 		pod.Status.Phase != corev1.PodFailed
 }
 
+// IsTerminating reports whether a pod is being deleted and still runs out
+// its grace period: it no longer counts towards spec.replicas, but has not
+// stopped (KEP-3973's terminating pod, as a ReplicaSet counts it).
+func IsTerminating(pod *slimpod.Pod) bool {
+	return pod.DeletionTimestamp != nil &&
+		pod.Status.Phase != corev1.PodSucceeded &&
+		pod.Status.Phase != corev1.PodFailed
+}
+
 // ReadyCondition returns the pod's Ready condition, or nil.
 func ReadyCondition(pod *slimpod.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {

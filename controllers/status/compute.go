@@ -129,12 +129,17 @@ func wantUpdated(in rollout.Input) int {
 }
 
 // setReplicaCounts sets replicas, readyReplicas, availableReplicas, the
-// updated counts and podNames from the live pods.
+// updated counts and podNames from the live pods, and terminatingReplicas
+// from the terminating ones.
 func setReplicaCounts(status *appv1alpha1.PodSetStatus, pods []*slimpod.Pod, updateHash string, minReady time.Duration, now time.Time) {
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
 	status.UpdatedReplicas, status.UpdatedReadyReplicas, status.UpdatedAvailableReplicas = 0, 0, 0
+	status.TerminatingReplicas = 0
 	status.PodNames = nil
 	for _, pod := range pods {
+		if operand.IsTerminating(pod) {
+			status.TerminatingReplicas++
+		}
 		if !operand.IsLive(pod) {
 			continue
 		}

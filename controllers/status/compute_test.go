@@ -47,7 +47,9 @@ func TestComputeStatusCounts(t *testing.T) {
 		wantReplicas  int32
 		wantReady     int32
 		wantAvailable int32
-		wantNames     []string
+		// wantTerminating: pods being deleted that have not stopped.
+		wantTerminating int32
+		wantNames       []string
 	}{
 		{
 			name: "no pods",
@@ -64,10 +66,30 @@ func TestComputeStatusCounts(t *testing.T) {
 				operandtest.Pod("b-ready-not-available", operandtest.ReadySince(operandtest.Now.Add(-5*time.Second))),
 				operandtest.Pod("g-pending", operandtest.InPhase(corev1.PodPending), operandtest.Unscheduled()),
 			},
-			wantReplicas:  4,
-			wantReady:     2,
-			wantAvailable: 1,
-			wantNames:     []string{"a-available", "b-ready-not-available", "c-not-ready", "g-pending"},
+			wantReplicas:    4,
+			wantReady:       2,
+			wantAvailable:   1,
+			wantTerminating: 1,
+			wantNames:       []string{"a-available", "b-ready-not-available", "c-not-ready", "g-pending"},
+		},
+		{
+			// A pod that stopped while being deleted (its phase Failed or
+			// Succeeded) waits only for its API object to go: as a
+			// ReplicaSet counts them, it is no longer terminating.
+			name: "terminating pods counted until they stop, never as replicas",
+			pods: []*slimpod.Pod{
+				operandtest.Pod("a-live", operandtest.ReadySince(operandtest.Now.Add(-time.Minute))),
+				operandtest.Pod("b-terminating", operandtest.TerminatingSince(operandtest.Now.Add(-10*time.Second)), operandtest.ReadySince(operandtest.Now.Add(-time.Hour))),
+				operandtest.Pod("c-terminating-not-ready", operandtest.TerminatingSince(operandtest.Now), operandtest.NotReadySince(operandtest.Now)),
+				operandtest.Pod("d-terminating-pending", operandtest.TerminatingSince(operandtest.Now), operandtest.InPhase(corev1.PodPending), operandtest.Unscheduled()),
+				operandtest.Pod("e-deleted-after-failing", operandtest.TerminatingSince(operandtest.Now), operandtest.InPhase(corev1.PodFailed)),
+				operandtest.Pod("f-deleted-after-succeeding", operandtest.TerminatingSince(operandtest.Now), operandtest.InPhase(corev1.PodSucceeded)),
+			},
+			wantReplicas:    1,
+			wantReady:       1,
+			wantAvailable:   1,
+			wantTerminating: 3,
+			wantNames:       []string{"a-live"},
 		},
 		{
 			name:          "without minReadySeconds every ready pod is available",
@@ -115,13 +137,14 @@ func TestComputeStatusCounts(t *testing.T) {
 			ps.Spec.MinReadySeconds = tt.minReady
 			// Left over from an earlier status: must be recomputed, not kept.
 			ps.Status.PodNames = []string{"gone"}
-			ps.Status.Replicas, ps.Status.ReadyReplicas, ps.Status.AvailableReplicas = 9, 9, 9
+			ps.Status.Replicas, ps.Status.ReadyReplicas, ps.Status.AvailableReplicas, ps.Status.TerminatingReplicas = 9, 9, 9, 9
 
 			st := Compute(ps, tt.pods, withoutRevisions(ps, tt.pods, operandtest.Now), Outcome{}, operandtest.Now)
 
 			g.Expect(st.Replicas).To(Equal(tt.wantReplicas), "replicas")
 			g.Expect(st.ReadyReplicas).To(Equal(tt.wantReady), "readyReplicas")
 			g.Expect(st.AvailableReplicas).To(Equal(tt.wantAvailable), "availableReplicas")
+			g.Expect(st.TerminatingReplicas).To(Equal(tt.wantTerminating), "terminatingReplicas")
 			if tt.wantNames == nil {
 				g.Expect(st.PodNames).To(BeEmpty())
 			} else {
