@@ -46,6 +46,8 @@ var (
 		"Number of live pods of a PodSet that are Ready (status.readyReplicas).", podSetLabels, nil)
 	descStatusAvailableReplicas = prometheus.NewDesc("podset_status_available_replicas",
 		"Number of live pods of a PodSet that have been Ready for minReadySeconds (status.availableReplicas).", podSetLabels, nil)
+	descStatusTerminatingReplicas = prometheus.NewDesc("podset_status_terminating_replicas",
+		"Number of pods of a PodSet being deleted that have not stopped yet (status.terminatingReplicas).", podSetLabels, nil)
 	descStatusUpdatedReplicas = prometheus.NewDesc("podset_status_updated_replicas",
 		"Number of live pods of a PodSet that run its current pod template (status.updatedReplicas).", podSetLabels, nil)
 	descStatusObservedGeneration = prometheus.NewDesc("podset_status_observed_generation",
@@ -63,7 +65,7 @@ var (
 // podSetStateDescs are the per-PodSet metrics, in documentation order.
 var podSetStateDescs = []*prometheus.Desc{
 	descSpecReplicas, descStatusReplicas, descStatusReadyReplicas, descStatusAvailableReplicas,
-	descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition, descStatusAutoRollback,
+	descStatusTerminatingReplicas, descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition, descStatusAutoRollback,
 }
 
 // What the controller does.
@@ -169,6 +171,7 @@ func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 		{descStatusReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.Replicas) }},
 		{descStatusReadyReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.ReadyReplicas) }},
 		{descStatusAvailableReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.AvailableReplicas) }},
+		{descStatusTerminatingReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.TerminatingReplicas) }},
 		{descStatusUpdatedReplicas, func(ps *appv1alpha1.PodSet) int64 { return int64(ps.Status.UpdatedReplicas) }},
 		{descStatusObservedGeneration, func(ps *appv1alpha1.PodSet) int64 { return ps.Status.ObservedGeneration }},
 		{descMetadataGeneration, func(ps *appv1alpha1.PodSet) int64 { return ps.Generation }},
