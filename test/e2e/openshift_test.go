@@ -75,8 +75,6 @@ func TestOpenShift(t *testing.T) {
 // cluster (test/openshift), for one test.
 type ocp struct {
 	*openshift.StandIn
-	// first is the first user ID of the last namespace made by namespace.
-	first int64
 }
 
 // startOpenShiftAdmission starts the stand-in for the rest of the test.
@@ -89,20 +87,17 @@ func startOpenShiftAdmission(t *testing.T) *ocp {
 	return &ocp{StandIn: s}
 }
 
-// namespace creates a namespace as OpenShift leaves it, for this test.
-func (o *ocp) namespace(t *testing.T, name string) string {
+// namespace creates a namespace as OpenShift leaves it, for this test, and
+// returns its name and the first user ID of its range.
+func (o *ocp) namespace(t *testing.T, name string) (string, int64) {
 	ns, first, err := o.NewNamespace(t.Context(), name)
 	Expect(err).NotTo(HaveOccurred())
-	o.first = first
 	Expect(localcluster.WaitForDefaultServiceAccount(t.Context(), env.clientset, ns)).To(Succeed())
 	t.Cleanup(func() {
 		_ = env.admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
-	return ns
+	return ns, first
 }
-
-// firstUID is the first user ID of the last namespace made by namespace.
-func (o *ocp) firstUID() int64 { return o.first }
 
 func (o *ocp) judgements(g Gomega, ns string) openshift.Judgement {
 	j, err := o.Judgements(ns)
@@ -126,10 +121,10 @@ func (o *ocp) expectAllAdmitted(t *testing.T, ns string, first int64, min int) o
 // testOpenShiftSample: the sample, which the console offers as "Create
 // PodSet" (alm-examples), makes its pods.
 func testOpenShiftSample(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-sample")
+	ns, first := o.namespace(t, "e2e-openshift-sample")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	expectSettled(t, ns, 3)
-	o.expectAllAdmitted(t, ns, o.firstUID(), 3)
+	o.expectAllAdmitted(t, ns, first, 3)
 
 	// When TestOpenShift runs alone (go test -run), the sample comes
 	// right after the install, while the API server's
@@ -151,33 +146,32 @@ func testOpenShiftSample(t *testing.T, o *ocp) {
 // testOpenShiftShortForm: the short form, with the operator's default
 // image and with another, makes its pods.
 func testOpenShiftShortForm(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-short")
+	ns, first := o.namespace(t, "e2e-openshift-short")
 	mustKubectlIn(t, `{"apiVersion": "app.example.com/v1alpha1", "kind": "PodSet", "metadata": {"name": "default-image"}, "spec": {"replicas": 2}}`, "apply", "-n", ns, "-f", "-")
 	mustKubectlIn(t, `{"apiVersion": "app.example.com/v1alpha1", "kind": "PodSet", "metadata": {"name": "own-image"}, "spec": {"replicas": 2, "image": "registry.example.com/app:1"}}`, "apply", "-n", ns, "-f", "-")
 	expectSettledNamed(t, ns, "default-image", 2)
 	expectSettledNamed(t, ns, "own-image", 2)
-	o.expectAllAdmitted(t, ns, o.firstUID(), 4)
+	o.expectAllAdmitted(t, ns, first, 4)
 }
 
 // testOpenShiftChartTemplate: a chart-like template (init container,
 // sidecar, probes, projected and emptyDir volumes) makes its pods.
 func testOpenShiftChartTemplate(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-chart")
+	ns, first := o.namespace(t, "e2e-openshift-chart")
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
 	ps.Spec.Replicas = ptr.To[int32](3)
 	web := chartTemplates()["web"]
 	ps.Spec.Template = &web
 	Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
 	expectSettledNamed(t, ns, "web", 3)
-	o.expectAllAdmitted(t, ns, o.firstUID(), 3)
+	o.expectAllAdmitted(t, ns, first, 3)
 }
 
 // testOpenShiftRolloutAndInPlace: the sample rolls to a new template (new
 // pods) and then updates its pods in place (the same pods, patched: an
 // update the SCC admission judges without letting it mutate the pod).
 func testOpenShiftRolloutAndInPlace(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-rollout")
-	first := o.firstUID()
+	ns, first := o.namespace(t, "e2e-openshift-rollout")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	expectSettled(t, ns, 3)
 
@@ -220,7 +214,7 @@ func testOpenShiftRolloutAndInPlace(t *testing.T, o *ocp) {
 // testOpenShiftAutoRollback: a template whose container crashes is rolled
 // back, and every pod of both revisions is admitted.
 func testOpenShiftAutoRollback(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-rollback")
+	ns, first := o.namespace(t, "e2e-openshift-rollback")
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	mustKubectl(t, "patch", "podset", sample, "-n", ns, "--type=merge", "-p",
 		`{"spec": {"updateStrategy": {"rollingUpdate": {"autoRollback": {}}}}}`)
@@ -235,7 +229,7 @@ func testOpenShiftAutoRollback(t *testing.T, o *ocp) {
 		g.Expect(ps.Status.AutoRollback.Complete).To(BeTrue())
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	expectSettled(t, ns, 3)
-	o.expectAllAdmitted(t, ns, o.firstUID(), 4)
+	o.expectAllAdmitted(t, ns, first, 4)
 }
 
 // crashingImageForOpenShift is the image whose containers the kwok Stage in
@@ -247,14 +241,14 @@ const crashingImageForOpenShift = "registry.example.com/crashing:1"
 // says so in ReplicaFailure with OpenShift's words, and its retries back
 // off.
 func testOpenShiftOwnUser(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-own-user")
+	ns, first := o.namespace(t, "e2e-openshift-own-user")
 	ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns}}
 	ps.Spec.Replicas = ptr.To[int32](2)
 	worker := chartTemplates()["worker"] // runAsUser 1000
 	worker.Spec.PriorityClassName = ""
 	ps.Spec.Template = &worker
 	Expect(env.admin.Create(t.Context(), ps)).To(Succeed())
-	want := "must be in the ranges: [" + strconv.FormatInt(o.firstUID(), 10)
+	want := "must be in the ranges: [" + strconv.FormatInt(first, 10)
 	var since time.Time
 	Eventually(func(g Gomega) {
 		ps := getPodSet(g, t.Context(), ns, "worker")
@@ -287,7 +281,7 @@ func testOpenShiftOwnUser(t *testing.T, o *ocp) {
 // config/default renders it, gets its pod in a namespace OpenShift
 // allocates.
 func testOpenShiftManagerDeployment(t *testing.T, o *ocp) {
-	ns := o.namespace(t, "e2e-openshift-manager")
+	ns, first := o.namespace(t, "e2e-openshift-manager")
 	d := env.deployment.DeepCopy()
 	d.SetNamespace(ns)
 	d.SetResourceVersion("")
@@ -296,7 +290,7 @@ func testOpenShiftManagerDeployment(t *testing.T, o *ocp) {
 	Eventually(func(g Gomega) {
 		g.Expect(o.judgements(g, ns).Admitted).To(Equal(1))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	o.expectAllAdmitted(t, ns, o.firstUID(), 1)
+	o.expectAllAdmitted(t, ns, first, 1)
 }
 
 func mustKubectlIn(t *testing.T, stdin string, args ...string) string {

@@ -18,11 +18,11 @@ import (
 // turn Ready and serve their pod's name.
 func testRealOpenShiftSample(t *testing.T) {
 	oc := startOpenShiftAdmission(t)
-	ns := oc.namespace(t, "real-openshift-sample")
-	uid := strconv.FormatInt(oc.firstUID(), 10)
+	ns, first := oc.namespace(t, "real-openshift-sample")
+	uid := strconv.FormatInt(first, 10)
 	mustKubectl(t, "apply", "-n", ns, "-f", "config/samples/app_v1alpha1_podset.yaml")
 	expectSettled(t, ns, 3)
-	oc.expectAllAdmitted(t, ns, oc.firstUID(), 3)
+	oc.expectAllAdmitted(t, ns, first, 3)
 	httpClient := &http.Client{Timeout: 5 * time.Second}
 	for _, p := range livePods(Default, t.Context(), ns, sample) {
 		Eventually(func(g Gomega) {
