@@ -94,6 +94,7 @@ func TestRealNode(t *testing.T) {
 		{"OpenShiftSampleRunsAsTheNamespacesUser", testRealOpenShiftSample},
 		{"CrashingOperandIsReportedNotReplaced", testRealCrashLoop},
 		{"DeletedPodSetTakesItsPodsWithinTheGracePeriod", testRealDeletion},
+		{"TerminatingPodsAreCountedThroughTheirGracePeriod", testRealTerminatingPods},
 		{"NothingLeavesTheMachine", testRealNodeGuard},
 		{"ScorecardRunsItsTestsAsPods", testRealScorecard},
 		{"InPlaceImageUpdateKeepsThePods", testRealInPlaceImageUpdate},
