@@ -331,7 +331,7 @@ func TestIntegrationZeroCountsAreStored(t *testing.T) {
 		}
 		g.Expect(json.Unmarshal(raw, &obj)).To(Succeed())
 		g.Expect(obj.Status).To(HaveKeyWithValue("readyReplicas", BeEquivalentTo(1)))
-		for _, field := range []string{"availableReplicas", "updatedAvailableReplicas"} {
+		for _, field := range []string{"availableReplicas", "updatedAvailableReplicas", "terminatingReplicas"} {
 			g.Expect(obj.Status).To(HaveKeyWithValue(field, BeEquivalentTo(0)), field)
 		}
 	}, eventually, poll).Should(Succeed())

@@ -393,7 +393,8 @@ type PodSetStatus struct {
 	// deleted (metadata.deletionTimestamp is set) and have not reached the
 	// Succeeded or Failed phase, as a ReplicaSet counts them: they still run
 	// out their grace period, and hold their node's resources and quota,
-	// but no longer count in replicas and have been replaced.
+	// but no longer count in replicas (a pod deleted without a scale-down
+	// has already been replaced).
 	// +optional
 	TerminatingReplicas int32 `json:"terminatingReplicas"`
 

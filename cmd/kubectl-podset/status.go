@@ -102,8 +102,8 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	switch {
 	case done && st.TerminatingReplicas > 0:
 		// The rollout does not wait for them, as a Deployment's does not:
-		// they were replaced, but still hold their resources.
-		return fmt.Sprintf("podset %q successfully rolled out (%d replaced pods still terminating)", ps.Name, st.TerminatingReplicas), true, nil
+		// they no longer count, but still hold their resources.
+		return fmt.Sprintf("podset %q successfully rolled out (%d pods still terminating)", ps.Name, st.TerminatingReplicas), true, nil
 	case done:
 		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil
 	case st.UpdatedReplicas < wantUpdated:

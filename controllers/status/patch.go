@@ -41,6 +41,7 @@ func Patch(orig, updated *appv1alpha1.PodSet) (client.Patch, error) {
 		"updatedReplicas":          st.UpdatedReplicas,
 		"updatedReadyReplicas":     st.UpdatedReadyReplicas,
 		"updatedAvailableReplicas": st.UpdatedAvailableReplicas,
+		"terminatingReplicas":      st.TerminatingReplicas,
 	} {
 		status[field] = n
 	}
