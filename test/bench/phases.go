@@ -147,7 +147,7 @@ func (b *bench) warmUpPhases(ctx context.Context, s shape) []phaseResult {
 // ownerPhase runs one kind of owner (podset or replicaset) at one shape:
 // scale up from nothing, then down by half.
 func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, first bool) phaseResult {
-	res := phaseResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Sequential: s.sequential, Run: run, WentFirst: first, Target: s.pods()}
+	res := phaseResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Sequential: s.sequential, Template: b.opts.templateName, Run: run, WentFirst: first, Target: s.pods()}
 	ns := fmt.Sprintf("bench-%s-%s-r%d", kind, s, run)
 	logf("%s %s run %d: starting in namespace %s", kind, s, run, ns)
 	if err := b.ownerPhaseIn(ctx, ns, s.clientWidth(), &res); err != nil {
@@ -183,10 +183,10 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	)
 	isPodSet := res.Kind == "podset"
 	if isPodSet {
-		driver, cpuPID = podSetDriver{dc: b.dc}, b.op.pid()
+		driver, cpuPID = podSetDriver{dc: b.dc, template: b.opts.template}, b.op.pid()
 		ow, err = watchOwners(wctx, b.dc, podSetGVR, ns)
 	} else {
-		driver, cpuPID = replicaSetDriver{b.cs}, b.kcmPID
+		driver, cpuPID = replicaSetDriver{cs: b.cs, template: b.opts.template}, b.kcmPID
 		ow, err = watchOwners(wctx, b.dc, replicaSetGVR, ns)
 	}
 	if err != nil {

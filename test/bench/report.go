@@ -26,7 +26,9 @@ type phaseResult struct {
 	Replicas int    `json:"replicas"`
 	// Sequential: the client wrote the owners one request at a time.
 	Sequential bool `json:"sequential,omitempty"`
-	Run        int  `json:"run"`
+	// Template is -template: the pods' template (empty: the short form's).
+	Template string `json:"template,omitempty"`
+	Run      int    `json:"run"`
 	// WentFirst: this kind ran before the other in this shape and run.
 	WentFirst bool `json:"wentFirst"`
 	Target    int  `json:"targetPods"`

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -17,6 +18,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
 )
 
 // The operand both controllers run: what a PodSet without spec.image runs
@@ -227,6 +232,48 @@ func realisticTemplate() *corev1.PodTemplateSpec {
 	}
 }
 
+// sampleTemplate is the pod template of the sample PodSet at path
+// (config/samples), the template users start from.
+func sampleTemplate(path string) (*corev1.PodTemplateSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the sample: %w", err)
+	}
+	var ps appv1alpha1.PodSet
+	if err := yaml.UnmarshalStrict(data, &ps); err != nil {
+		return nil, fmt.Errorf("reading the sample %s: %w", path, err)
+	}
+	if ps.Spec.Template == nil {
+		return nil, fmt.Errorf("the sample %s has no spec.template", path)
+	}
+	return ps.Spec.Template, nil
+}
+
+// renderedTemplate is the pod template of a ReplicaSet whose pods are those
+// the operator makes of a PodSet with template: its pod spec and
+// annotations as operand.NewPod renders them (the restricted profile's
+// fields, the operand image's user, the operator's defaults), and the
+// template's own labels with the caller's. The operator's labels stay off:
+// its informer would hold the ReplicaSet's pods too.
+func renderedTemplate(template *corev1.PodTemplateSpec, labels map[string]string) corev1.PodTemplateSpec {
+	ps := &appv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench"},
+		Spec:       appv1alpha1.PodSetSpec{Template: template.DeepCopy()},
+	}
+	pod := operand.NewPod(ps, operand.TemplateOf(ps), "bench", operandImage, operand.OperatorPicksIDs)
+	merged := map[string]string{}
+	for k, v := range template.Labels {
+		merged[k] = v
+	}
+	for k, v := range labels {
+		merged[k] = v
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: merged, Annotations: pod.Annotations},
+		Spec:       pod.Spec,
+	}
+}
+
 func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas, width int) error {
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
@@ -235,17 +282,27 @@ func (d podSetDriver) scale(ctx context.Context, ns string, owners, replicas, wi
 	})
 }
 
-type replicaSetDriver struct{ cs kubernetes.Interface }
+// replicaSetDriver writes ReplicaSets whose pods are the PodSets' pods:
+// with no template the short form's (podTemplate), otherwise template as
+// the operator renders it (renderedTemplate).
+type replicaSetDriver struct {
+	cs       kubernetes.Interface
+	template *corev1.PodTemplateSpec
+}
 
 func (d replicaSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
+		tmpl := podTemplate(labels)
+		if d.template != nil {
+			tmpl = renderedTemplate(d.template, labels)
+		}
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
 			Spec: appsv1.ReplicaSetSpec{
 				Replicas: ptr.To(int32(replicas)),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: podTemplate(labels),
+				Template: tmpl,
 			},
 		}
 		_, err := d.cs.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
