@@ -14,18 +14,20 @@ import (
 // being deleted and has not terminated. Terminated pods are replaced, as a
 // ReplicaSet does, rather than restarted.
 func IsLive(pod *slimpod.Pod) bool {
-	return pod.DeletionTimestamp == nil &&
-		pod.Status.Phase != corev1.PodSucceeded &&
-		pod.Status.Phase != corev1.PodFailed
+	return pod.DeletionTimestamp == nil && !hasStopped(pod)
 }
 
 // IsTerminating reports whether a pod is being deleted and still runs out
 // its grace period: it no longer counts towards spec.replicas, but has not
 // stopped (KEP-3973's terminating pod, as a ReplicaSet counts it).
 func IsTerminating(pod *slimpod.Pod) bool {
-	return pod.DeletionTimestamp != nil &&
-		pod.Status.Phase != corev1.PodSucceeded &&
-		pod.Status.Phase != corev1.PodFailed
+	return pod.DeletionTimestamp != nil && !hasStopped(pod)
+}
+
+// hasStopped reports whether the pod's containers have all terminated for
+// good: its phase is Succeeded or Failed.
+func hasStopped(pod *slimpod.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // ReadyCondition returns the pod's Ready condition, or nil.

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // testRealTerminatingPods: a pod whose process ignores SIGTERM (sleep as a
@@ -40,7 +42,7 @@ func testRealTerminatingPods(t *testing.T) {
 		var list corev1.PodList
 		g.Expect(env.admin.List(t.Context(), &list, client.InNamespace(ps.Namespace))).To(Succeed())
 		for _, p := range list.Items {
-			if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if operand.IsTerminating(slimpod.From(&p)) {
 				names = append(names, p.Name)
 			}
 		}
