@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/podset-operator/controllers/analysis"
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
 	"github.com/example/podset-operator/test/promapi"
@@ -144,10 +146,48 @@ func TestMetricsWithPrometheus(t *testing.T) {
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).ShouldNot(ContainElement("PodSetReplicaFailure"))
 	step("quota lifted: 3 available, ReplicaFailure false, the alert resolved")
 
+	measureAgainstPrometheus(t, prom, ns, sel)
+
 	// A PodSet's series go with it.
 	mustKubectl(t, "delete", "podset", sample, "-n", ns)
 	Eventually(func() (float64, error) { return prom.Value(ctx, `count(podset_spec_replicas{`+sel+`}) or vector(0)`) }).
 		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Equal(0.0))
+}
+
+// measureAgainstPrometheus takes canary-analysis measurements
+// (controllers/analysis) of the PodSet's series in ns through the real
+// Prometheus: the answers it judges are Prometheus's own, and a query is
+// confined to the namespace it is measured for.
+func measureAgainstPrometheus(t *testing.T, prom *prometheus, ns, sel string) {
+	querier, err := analysis.NewPrometheus(analysis.PrometheusConfig{
+		URL: strings.TrimSuffix(prom.Base, "/api/v1"), NamespaceLabel: "namespace",
+		Timeout: 10 * time.Second, MaxResponseBytes: 1 << 20,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	atLeast3, err := analysis.CompileConditions("result >= 3.0", "")
+	Expect(err).NotTo(HaveOccurred())
+	podset := fmt.Sprintf("podset=%q", sample)
+	for _, tc := range []struct {
+		namespace, query string
+		phase            analysis.Phase
+		value, message   string
+	}{
+		{ns, `podset_status_available_replicas{` + podset + `}`, analysis.Successful, "3", "3 met successCondition"},
+		{ns, `podset_status_available_replicas{` + podset + `} - 1`, analysis.Failed, "2", "2 did not meet successCondition"},
+		{ns, `podset_status_available_replicas{` + podset + `} * 0 / 0`, analysis.Inconclusive, "NaN", "NaN"},
+		{ns, `podset_status_available_replicas{` + podset + `} / 0`, analysis.Successful, "+Inf", "+Inf met"},
+		{ns, `podset_status_condition{` + podset + `}`, analysis.Error, "", "series, and a condition judges one number"},
+		{ns, `podset_status_available_replicas{` + podset + `}[1m]`, analysis.Error, "", "range vector"},
+		// The same series, measured for another namespace, is not there.
+		{env.operatorNS, `podset_status_available_replicas{` + podset + `}`, analysis.Inconclusive, "", "no series"},
+		{env.operatorNS, `podset_status_available_replicas{` + sel + `}`, analysis.Error, "", "refused: the query selects series outside"},
+	} {
+		m := analysis.Measure(t.Context(), querier, tc.namespace, tc.query, atLeast3)
+		Expect(m.Phase).To(Equal(tc.phase), "%s for %s: %+v", tc.query, tc.namespace, m)
+		Expect(m.Value).To(Equal(tc.value), "%s for %s", tc.query, tc.namespace)
+		Expect(m.Message).To(ContainSubstring(tc.message), "%s for %s", tc.query, tc.namespace)
+	}
+	step("canary analysis through Prometheus: one value judged, NaN inconclusive, several series and ranges errors, other namespaces unseen or refused")
 }
 
 // prometheus is the Prometheus that startPrometheus runs, through its HTTP
