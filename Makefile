@@ -246,7 +246,7 @@ test-alerts: $(PROMTOOL) ## Check the alerting rules (internal/monitoring/promet
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets $(MONITORING_CRDS) ## Run the unit tests and the envtest integration suites (real kube-apiserver and etcd) of the operator and the kubectl plugin.
-	KUBEBUILDER_ASSETS="$(K8S_BIN)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... ./test/loadclient/... ./test/docs/... . -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(K8S_BIN)" MONITORING_CRDS="$(MONITORING_CRDS)" $(GO) test $(TEST_FLAGS) -count=1 ./api/... ./controllers/... ./internal/... ./cmd/... ./test/bundle/... ./test/bench/... ./test/loadclient/... ./test/docs/... ./test/images/canary-app/... . -coverprofile cover.out
 
 # The envtest suites again on the oldest API server the CSV allows, and the
 # in-place suite on the first with pods/resize: each suite reads what its

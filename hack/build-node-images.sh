@@ -25,11 +25,14 @@
 #     readiness probe of the catalog pods that OLM runs for a CatalogSource
 #     with spec.image);
 #   - quay.io/operator-framework/olm:$OLM_VERSION: busybox with OLM's cpb
-#     (the binary CPB) in /bin, the unpack Job's util image (`cp`, `cpb`).
+#     (the binary CPB) in /bin, the unpack Job's util image (`cp`, `cpb`);
+#   - docker.io/example/canary-app:v1: the web server of the canary-analysis
+#     scenarios (test/images/canary-app), a static Go binary; its version and
+#     failing share are flags, so one image serves every version.
 # The Makefile rebuilds them only when they are missing or older than
 # their sources: `make real-node-tools` is fast the second time.
 #   hack/build-node-images.sh OUTDIR [IMAGE...]   (IMAGE: pause busybox
-#   scorecard-test opm olm; default pause busybox)
+#   scorecard-test opm olm canary-app; default pause busybox)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -84,6 +87,10 @@ for img in "${images[@]}"; do
       busybox_rootfs "$work/olm/rootfs"
       cp "$CPB" "$work/olm/cpb"
       image olm.tar "quay.io/operator-framework/olm:$OLM_VERSION" "$work/olm" test/images/olm/Dockerfile ;;
+    canary-app)
+      mkdir -p "$work/canary-app"
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/canary-app/canary-app" ./test/images/canary-app
+      image canary-app.tar docker.io/example/canary-app:v1 "$work/canary-app" test/images/canary-app/Dockerfile ;;
     *) echo "unknown image $img" >&2; exit 2 ;;
   esac
 done
