@@ -24,5 +24,7 @@
 // measurement, and stops a run at its consecutive-error limit
 // (argo-rollouts#4792).
 //
-// Everything but Prometheus.Query is pure.
+// Runner takes measurements in a bounded pool of query slots, off the
+// reconcile workers, one at a time per run. Everything but Prometheus.Query
+// and Runner is pure.
 package analysis
