@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -48,14 +49,37 @@ type Querier interface {
 	Query(ctx context.Context, namespace, query string) (model.Value, error)
 }
 
+// Bounds of a Measurement's Value and Message, which PodSet status shows.
+const (
+	MaxValueLength   = 64
+	MaxMessageLength = 512
+)
+
 // Measure takes one measurement: it sends query to q for namespace and
-// judges the answer.
+// judges the answer. Its value and message are cut to MaxValueLength and
+// MaxMessageLength: Prometheus's errors and the conditions can be longer.
 func Measure(ctx context.Context, q Querier, namespace, query string, c Conditions) Measurement {
-	v, err := q.Query(ctx, namespace, query)
-	if err != nil {
-		return Measurement{Phase: Error, Message: describeQueryError(err)}
+	var m Measurement
+	if v, err := q.Query(ctx, namespace, query); err != nil {
+		m = Measurement{Phase: Error, Message: describeQueryError(err)}
+	} else {
+		m = Judge(v, c)
 	}
-	return Judge(v, c)
+	m.Value, m.Message = truncate(m.Value, MaxValueLength), truncate(m.Message, MaxMessageLength)
+	return m
+}
+
+// truncate cuts s to at most limit bytes, on a rune boundary, marking the
+// cut with "...".
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Judge turns a query's answer into a measurement. Only a single number is
@@ -144,6 +168,8 @@ func describeQueryError(err error) string {
 	switch {
 	case errors.Is(err, ErrOutsideNamespace):
 		return "refused: " + err.Error()
+	case errors.Is(err, ErrWarnings):
+		return err.Error()
 	case errors.As(err, &apiErr):
 		return fmt.Sprintf("Prometheus answered with an error (%s): %s", apiErr.Type, strings.TrimSpace(apiErr.Msg))
 	case errors.Is(err, context.DeadlineExceeded):

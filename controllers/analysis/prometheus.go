@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -40,6 +42,14 @@ type PrometheusConfig struct {
 	MaxResponseBytes int64
 }
 
+// maxResponseBytes bounds PrometheusConfig.MaxResponseBytes.
+const maxResponseBytes = 64 << 20
+
+// ErrWarnings is what Query returns, wrapped, for an answer that came with
+// warnings: a partial answer (a Thanos store or a remote-read endpoint was
+// down) is no evidence to judge a canary by.
+var ErrWarnings = errors.New("Prometheus answered with warnings")
+
 // Prometheus is the Querier the manager uses.
 type Prometheus struct {
 	cfg    PrometheusConfig
@@ -51,8 +61,8 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if cfg.NamespaceLabel == "" {
 		return nil, errors.New("no namespace label to confine queries with")
 	}
-	if cfg.Timeout <= 0 || cfg.MaxResponseBytes <= 0 {
-		return nil, errors.New("a query timeout and a bound on the answer are needed")
+	if cfg.Timeout <= 0 || cfg.MaxResponseBytes <= 0 || cfg.MaxResponseBytes > maxResponseBytes {
+		return nil, fmt.Errorf("a query timeout and a bound on the answer (at most %d bytes) are needed", maxResponseBytes)
 	}
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
@@ -62,8 +72,13 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		return nil, err
 	}
 	client, err := api.NewClient(api.Config{
-		Address:      cfg.URL,
-		RoundTripper: boundedAnswers{next: rt, limit: cfg.MaxResponseBytes},
+		Address: cfg.URL,
+		Client: &http.Client{
+			Transport: boundedAnswers{next: rt, limit: cfg.MaxResponseBytes},
+			// The admin's address is the one queried: a redirect
+			// elsewhere is an error, not a second request.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -85,13 +100,19 @@ func (p *Prometheus) Query(ctx context.Context, namespace, query string) (model.
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	v, _, err := promv1.NewAPI(client).Query(ctx, confined, time.Now(),
+	v, warnings, err := promv1.NewAPI(client).Query(ctx, confined, time.Now(),
 		promv1.WithTimeout(p.cfg.Timeout), promv1.WithLimit(2))
+	if err == nil && len(warnings) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrWarnings, strings.Join(warnings, "; "))
+	}
 	return v, err
 }
 
-// tenantClient adds the namespace to the URL of every request (also of a
-// POST: the tenancy proxy reads it from the URL only).
+// tenantClient adds the namespace to the URL of every request, and sends a
+// query as a GET: the tenancy proxy reads the namespace from the URL only,
+// and authorizes a POST as the verb create, which a reader of
+// pods.metrics.k8s.io is not allowed (the client would then repeat it as a
+// GET).
 type tenantClient struct {
 	api.Client
 	parameter, namespace string
@@ -99,6 +120,24 @@ type tenantClient struct {
 
 func (c tenantClient) Do(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
 	q := req.URL.Query()
+	if req.Method == http.MethodPost && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range form {
+			q[k] = v
+		}
+		get, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.String(), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		req = get
+	}
 	q.Set(c.parameter, c.namespace)
 	req.URL.RawQuery = q.Encode()
 	return c.Client.Do(ctx, req)

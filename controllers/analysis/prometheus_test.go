@@ -3,6 +3,8 @@ package analysis
 import (
 	"context"
 	"encoding/pem"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -103,6 +105,10 @@ func TestMeasureAgainstPrometheusAnswers(t *testing.T) {
 		{name: "an answer that is no JSON", api: &prometheusAPI{code: 200, body: "<html>"}, phase: Error, message: "(bad_response)"},
 		{name: "no answer in time", api: &prometheusAPI{code: 200, body: vectorBody("0.01"), delay: 5 * time.Second},
 			edit: func(c *PrometheusConfig) { c.Timeout = 200 * time.Millisecond }, phase: Error, message: "did not answer in time"},
+		{name: "an answer with warnings is no evidence", api: &prometheusAPI{code: 200, body: `{"status":"success","warnings":["receive store 10.0.0.7:10901 Unavailable"],"data":{"resultType":"vector","result":[{"metric":{},"value":[1765000000,"0.001"]}]}}`},
+			phase: Error, message: "Prometheus answered with warnings: receive store 10.0.0.7:10901 Unavailable"},
+		{name: "a long error is cut to the status's bound", api: &prometheusAPI{code: 422, body: `{"status":"error","errorType":"execution","error":"` + strings.Repeat("x", 2000) + `"}`},
+			phase: Error, message: "xxx..."},
 		{name: "an answer longer than the bound", api: &prometheusAPI{code: 200, body: vectorBody(strings.Repeat("1", 2000))},
 			edit: func(c *PrometheusConfig) { c.MaxResponseBytes = 1024 }, phase: Error, message: "longer than 1024 bytes"},
 	} {
@@ -112,6 +118,9 @@ func TestMeasureAgainstPrometheusAnswers(t *testing.T) {
 			m := Measure(context.Background(), newPrometheus(t, server.URL, tc.edit), "shop", errorRatio, c)
 			if m.Phase != tc.phase || !strings.Contains(m.Message, tc.message) {
 				t.Fatalf("Measure = %+v; want phase %s and a message with %q", m, tc.phase, tc.message)
+			}
+			if len(m.Message) > MaxMessageLength || len(m.Value) > MaxValueLength {
+				t.Fatalf("Measure = %+v; longer than the status takes", m)
 			}
 			form := *tc.api.form.Load()
 			if q := form["query"]; len(q) != 1 || !strings.Contains(q[0], `http_requests_total{code=~"5..",namespace="shop"}`) {
@@ -152,21 +161,45 @@ func TestARefusedQueryIsNeverSent(t *testing.T) {
 }
 
 func TestTheNamespaceParameterOfTheTenancyPort(t *testing.T) {
-	for _, noPost := range []bool{false, true} {
-		api := &prometheusAPI{code: 200, body: vectorBody("0.01"), noPost: noPost}
-		server := httptest.NewServer(api)
-		m := Measure(context.Background(), newPrometheus(t, server.URL, func(c *PrometheusConfig) { c.NamespaceParameter = "namespace" }),
-			"shop", errorRatio, conditions(t, "result < 0.05", ""))
-		server.Close()
-		if m.Phase != Successful {
-			t.Fatalf("POST refused %v: Measure = %+v", noPost, m)
-		}
-		r := api.last.Load()
-		if got := r.URL.Query()["namespace"]; len(got) != 1 || got[0] != "shop" {
-			t.Errorf("POST refused %v: the %s request's URL has namespace=%q; want shop", noPost, r.Method, got)
-		}
-		if noPost && r.Method != http.MethodGet {
-			t.Errorf("the request after a 403 was a %s; want the GET fallback", r.Method)
+	api := &prometheusAPI{code: 200, body: vectorBody("0.01"), noPost: true}
+	server := httptest.NewServer(api)
+	defer server.Close()
+	m := Measure(context.Background(), newPrometheus(t, server.URL, func(c *PrometheusConfig) { c.NamespaceParameter = "namespace" }),
+		"shop", errorRatio, conditions(t, "result < 0.05", ""))
+	if m.Phase != Successful {
+		t.Fatalf("Measure = %+v", m)
+	}
+	r := api.last.Load()
+	if n := api.requests.Load(); n != 1 || r.Method != http.MethodGet {
+		t.Fatalf("%d requests, the last a %s; want one GET, which the tenancy proxy authorizes as get", n, r.Method)
+	}
+	query := r.URL.Query()
+	if got := query["namespace"]; len(got) != 1 || got[0] != "shop" {
+		t.Errorf("the URL has namespace=%q; want shop", got)
+	}
+	if got := query.Get("query"); !strings.Contains(got, `namespace="shop"`) {
+		t.Errorf("the URL has query=%q; want the confined query", got)
+	}
+}
+
+func TestARedirectIsNotFollowed(t *testing.T) {
+	elsewhere := &prometheusAPI{code: 200, body: vectorBody("0.01")}
+	other := httptest.NewServer(elsewhere)
+	defer other.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	m := Measure(context.Background(), newPrometheus(t, redirecting.URL, nil), "shop", errorRatio, conditions(t, "result < 0.05", ""))
+	if m.Phase != Error || elsewhere.requests.Load() != 0 {
+		t.Fatalf("Measure = %+v, and the other server got %d requests; want an Error and none", m, elsewhere.requests.Load())
+	}
+}
+
+func TestNewPrometheusRefusesUnboundedAnswers(t *testing.T) {
+	for _, n := range []int64{0, -1, 1 << 62} {
+		if _, err := NewPrometheus(PrometheusConfig{URL: "http://127.0.0.1:9", NamespaceLabel: "namespace", Timeout: time.Second, MaxResponseBytes: n}); err == nil {
+			t.Errorf("MaxResponseBytes %d was taken", n)
 		}
 	}
 }
@@ -174,10 +207,13 @@ func TestTheNamespaceParameterOfTheTenancyPort(t *testing.T) {
 func TestTheAdminsCAAndCredentials(t *testing.T) {
 	api := &prometheusAPI{code: 200, body: vectorBody("0.01")}
 	var authorization atomic.Value
-	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		authorization.Store(r.Header.Get("Authorization"))
 		api.ServeHTTP(w, r)
 	}))
+	// The handshake the client refuses, without the CA, is expected.
+	server.Config.ErrorLog = log.New(io.Discard, "", 0)
+	server.StartTLS()
 	defer server.Close()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.crt")

@@ -69,30 +69,80 @@ var ErrOutsideNamespace = errors.New("the query selects series outside its PodSe
 // namespace's series only. A selector that already has a matcher on label
 // keeps it when it can match namespace (label="namespace",
 // label=~"namespace|other", label!="other"), and the query is refused
-// (ErrOutsideNamespace) when it cannot. A query that does not parse is
-// refused too, with the parser's error.
-func Confine(query, label, namespace string) (confined string, err error) {
+// (ErrOutsideNamespace) when it cannot. A query that does not parse, or
+// that reads no series at all (it would pass or fail on no evidence), is
+// refused too.
+//
+// Every selector of the syntax tree is visited, wherever it sits: also in
+// the parameter of topk, bottomk, quantile and count_values, which
+// prom-label-proxy's own walk (EnforceNode) skips. Then the confined query
+// is parsed again and each of its selectors checked to carry the matcher,
+// so that a node a newer parser adds cannot carry a selector past it.
+func Confine(query, label, namespace string) (string, error) {
 	if label == "" || namespace == "" {
 		return "", errors.New("no namespace to confine the query to")
 	}
-	// The enforcer panics on a node type it does not know, which a newer
-	// parser could produce; a PodSet's query must not stop the operator.
-	defer func() {
-		if r := recover(); r != nil {
-			confined, err = "", fmt.Errorf("the query could not be confined to its namespace: %v", r)
-		}
-	}()
 	expr, err := parser.ParseExpr(query)
 	if err != nil {
 		// The parser's message says where: "1:14: parse error: ...".
 		return "", fmt.Errorf("the query does not parse: %w", err)
 	}
 	enforcer := injectproxy.NewPromQLEnforcer(true, &labels.Matcher{Type: labels.MatchEqual, Name: label, Value: namespace})
-	if err := enforcer.EnforceNode(expr); err != nil {
-		if errors.Is(err, injectproxy.ErrIllegalLabelMatcher) {
-			return "", fmt.Errorf("%w: %w", ErrOutsideNamespace, err)
+	selectors := 0
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || err != nil {
+			return nil
 		}
+		selectors++
+		vs.LabelMatchers, err = enforcer.EnforceMatchers(vs.LabelMatchers)
+		return nil
+	})
+	switch {
+	case errors.Is(err, injectproxy.ErrIllegalLabelMatcher):
+		return "", fmt.Errorf("%w: %w", ErrOutsideNamespace, err)
+	case err != nil:
 		return "", fmt.Errorf("the query could not be confined to its namespace: %w", err)
+	case selectors == 0:
+		return "", errors.New("the query reads no series: it would be judged on no evidence")
 	}
-	return expr.String(), nil
+	confined := expr.String()
+	if err := checkConfined(confined, label, namespace); err != nil {
+		return "", err
+	}
+	return confined, nil
+}
+
+// checkConfined parses query and checks that every series selector in it
+// has the one matcher label="namespace" on label.
+func checkConfined(query, label, namespace string) error {
+	expr, err := parser.ParseExpr(query)
+	if err != nil {
+		return fmt.Errorf("the confined query does not parse: %w", err)
+	}
+	var bad []string
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		n := 0
+		for _, m := range vs.LabelMatchers {
+			if m.Name == label {
+				if m.Type != labels.MatchEqual || m.Value != namespace {
+					n = -1
+					break
+				}
+				n++
+			}
+		}
+		if n != 1 {
+			bad = append(bad, vs.String())
+		}
+		return nil
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: the selectors %s could not be confined", ErrOutsideNamespace, strings.Join(bad, ", "))
+	}
+	return nil
 }

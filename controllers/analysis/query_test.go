@@ -57,7 +57,15 @@ func TestConfine(t *testing.T) {
 		{name: "excluding its own namespace is refused", query: `up{namespace!="shop"}`, outside: true},
 		{name: "a regular expression that misses it is refused", query: `up{namespace=~"ban.*"}`, outside: true},
 		{name: "a negative regular expression that excludes it is refused", query: `up{namespace!~"sh.*"}`, outside: true},
-		{name: "no selector reads no series", query: `vector(1) * time()`, want: `vector(1) * time()`},
+		{name: "a query that reads no series is refused", query: `vector(1) * time()`, err: "the query reads no series"},
+		{name: "a selector in the parameter of topk is confined", query: `topk(scalar(x), y)`, want: `topk(scalar(x{namespace="shop"}), y{namespace="shop"})`},
+		{name: "another namespace in the parameter of quantile is refused",
+			query: `quantile(scalar(sum(secret{namespace="bank"})), vector(1))`, outside: true},
+		{name: "the parameter of a nested aggregation", query: `quantile(0.5, quantile(scalar(a), b))`,
+			want: `quantile(0.5, quantile(scalar(a{namespace="shop"}), b{namespace="shop"}))`},
+		{name: "a join's other side", query: `quantile(scalar(vector(1) + on () group_left () {namespace="bank"}), vector(1))`, outside: true},
+		{name: "the @ and offset modifiers keep their selector confined", query: `rate(x[5m] offset 1h) + x @ 1765000000`,
+			want: `rate(x{namespace="shop"}[5m] offset 1h) + x{namespace="shop"} @ 1765000000.000`},
 		{name: "a query that does not parse says where", query: `sum(rate(x[1m])`, err: "the query does not parse: 1:16: parse error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,5 +86,16 @@ func TestConfine(t *testing.T) {
 	}
 	if _, err := Confine("up", "namespace", ""); err == nil {
 		t.Fatal("Confine to no namespace succeeded")
+	}
+}
+
+func TestCheckConfinedFindsAnUnconfinedSelector(t *testing.T) {
+	for _, q := range []string{`up`, `up{namespace="shop"} + up`, `up{namespace="shop",namespace="bank"}`, `up{namespace=~"shop"}`, `up{namespace="shop",namespace="shop"}`} {
+		if err := checkConfined(q, "namespace", "shop"); !errors.Is(err, ErrOutsideNamespace) {
+			t.Errorf("checkConfined(%q) = %v; want ErrOutsideNamespace", q, err)
+		}
+	}
+	if err := checkConfined(`topk(scalar(x{namespace="shop"}), rate(y{namespace="shop"}[1m]))`, "namespace", "shop"); err != nil {
+		t.Errorf("checkConfined of a confined query: %v", err)
 	}
 }

@@ -32,7 +32,8 @@ type Tally struct {
 	ConsecutiveErrors int32
 }
 
-// Add counts one more measurement.
+// Add counts one more measurement; a phase that is none of the four
+// counts nothing.
 func (t Tally) Add(p Phase) Tally {
 	switch p {
 	case Successful:
@@ -44,6 +45,8 @@ func (t Tally) Add(p Phase) Tally {
 	case Error:
 		t.Errors++
 		t.ConsecutiveErrors++
+		return t
+	default:
 		return t
 	}
 	t.ConsecutiveErrors = 0
@@ -105,14 +108,17 @@ func countString(n int32) string {
 func (p RunPhase) Done() bool { return p != Running }
 
 // NextMeasurement is when a run that started at started, and took its last
-// measurement (of any verdict) at last, takes the next one: initialDelay
-// after the start for the first, interval after the last for the others.
-// A zero last means none was taken yet. The times are those the PodSet's
-// status records, so a new leader picks up the schedule where the old one
-// left it, and never measures twice in one interval.
+// measurement (of any verdict) at last, takes the next one: an interval
+// after the last. The first is due initialDelay and one interval after the
+// start, not at it: a rate over the last interval then covers the new pods'
+// own traffic, where at the start it would find too few samples, return no
+// series, and hold the rollout as inconclusive. A zero last means none was
+// taken yet. The times are those the PodSet's status records, so a new
+// leader picks up the schedule where the old one left it, and never
+// measures twice in one interval.
 func NextMeasurement(started, last time.Time, initialDelay, interval time.Duration) time.Time {
 	if last.IsZero() {
-		return started.Add(initialDelay)
+		return started.Add(initialDelay + interval)
 	}
 	return last.Add(interval)
 }

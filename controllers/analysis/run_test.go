@@ -41,6 +41,7 @@ func TestRunPhase(t *testing.T) {
 		{name: "a failure decides before a hold", limits: limits, phases: []Phase{I, I, F}, want: RunFailed},
 		{name: "a background run never completes by count", limits: Limits{ConsecutiveErrorLimit: 2}, phases: []Phase{S, S, S, S, S, S}, want: Running,
 			message: "6 of unbounded measurements taken"},
+		{name: "an unknown phase counts nothing and resets nothing", limits: limits, phases: []Phase{S, E, E, "", "Pending", E}, want: RunError, message: "3 measurements in a row"},
 		{name: "a background run fails like any", limits: Limits{ConsecutiveErrorLimit: 2}, phases: []Phase{S, S, F}, want: RunFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,8 +58,8 @@ func TestRunPhase(t *testing.T) {
 
 func TestNextMeasurement(t *testing.T) {
 	start := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
-	if got := NextMeasurement(start, time.Time{}, 30*time.Second, time.Minute); !got.Equal(start.Add(30 * time.Second)) {
-		t.Errorf("the first measurement is due at %v; want the initial delay after the start", got)
+	if got := NextMeasurement(start, time.Time{}, 30*time.Second, time.Minute); !got.Equal(start.Add(90 * time.Second)) {
+		t.Errorf("the first measurement is due at %v; want the initial delay and an interval after the start", got)
 	}
 	last := start.Add(95 * time.Second)
 	if got := NextMeasurement(start, last, 30*time.Second, time.Minute); !got.Equal(last.Add(time.Minute)) {

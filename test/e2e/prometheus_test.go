@@ -181,6 +181,9 @@ func measureAgainstPrometheus(t *testing.T, prom *prometheus, ns, sel string) {
 		// The same series, measured for another namespace, is not there.
 		{env.operatorNS, `podset_status_available_replicas{` + podset + `}`, analysis.Inconclusive, "", "no series"},
 		{env.operatorNS, `podset_status_available_replicas{` + sel + `}`, analysis.Error, "", "refused: the query selects series outside"},
+		// A selector in an aggregation's parameter is confined too.
+		{ns, `topk(scalar(podset_status_available_replicas{` + podset + `}), podset_status_available_replicas{` + podset + `})`, analysis.Successful, "3", "3 met"},
+		{env.operatorNS, `quantile(scalar(sum(podset_status_available_replicas{` + sel + `})), vector(1))`, analysis.Error, "", "refused: the query selects series outside"},
 	} {
 		m := analysis.Measure(t.Context(), querier, tc.namespace, tc.query, atLeast3)
 		Expect(m.Phase).To(Equal(tc.phase), "%s for %s: %+v", tc.query, tc.namespace, m)
