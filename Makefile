@@ -281,9 +281,10 @@ test-race: ## The same tests as make test, with the race detector.
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager into bin/manager and the kubectl plugin into bin/kubectl-podset.
+build: manifests generate fmt vet ## Build the manager into bin/manager, the kubectl plugin into bin/kubectl-podset, and the canary scenarios' web server into bin/canary-app.
 	$(GO) build -o $(LOCALBIN)/manager .
 	$(GO) build -o $(LOCALBIN)/kubectl-podset ./cmd/kubectl-podset
+	$(GO) build -o $(LOCALBIN)/canary-app ./test/images/canary-app
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator on this machine against the cluster of your current kubeconfig.
@@ -539,7 +540,7 @@ test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) $(OPENSHIFT_BIN)/sccadmis
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  SCC_ADMISSION_BIN=$(OPENSHIFT_BIN)/sccadmission \
-	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus \
+	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus CANARY_APP=$(LOCALBIN)/canary-app \
 	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 

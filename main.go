@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/internal/admission"
+	"github.com/example/podset-operator/internal/analysisconfig"
 	"github.com/example/podset-operator/internal/metricsauth"
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/internal/resizerules"
@@ -100,6 +102,7 @@ func main() {
 		burstReplicas                     int
 		statusWriteInterval               time.Duration
 		podEventBatchPeriod               time.Duration
+		analysisCfg                       analysisconfig.Config
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to; 0 disables them.")
@@ -115,6 +118,10 @@ func main() {
 	flag.BoolVar(&monitoringObjects, "monitoring-objects", true, "Apply the operator's ServiceMonitor and PrometheusRule in its namespace (POD_NAMESPACE) whenever the cluster serves monitoring.coreos.com/v1, owned by its Deployment (found from POD_NAME).")
 	flag.BoolVar(&admissionPolicy, "admission-policy", true, "Apply the ValidatingAdmissionPolicy that refuses PodSet updates podUpdatePolicy InPlaceOnly cannot make in place, owned by the PodSet CRD, whenever the cluster serves admissionregistration.k8s.io/v1 policies (Kubernetes 1.30 and later).")
 	opts := zap.Options{}
+	if err := analysisCfg.Bind(flag.CommandLine, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
@@ -206,6 +213,12 @@ func main() {
 		os.Exit(1)
 	}
 	setupLog.Info("in-place resize", "rules", resizeRules.String())
+	analysisQuerier, err := analysisCfg.Querier()
+	if err != nil {
+		setupLog.Error(err, "invalid analysis configuration")
+		os.Exit(1)
+	}
+	setupLog.Info("canary analysis", "prometheus", analysisCfg.String())
 	if err := (&controllers.PodSetReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -220,6 +233,9 @@ func main() {
 		StatusWriteInterval:     statusWriteInterval,
 		PodEventBatchPeriod:     podEventBatchPeriod,
 		Fence:                   fence,
+		AnalysisQuerier:         analysisQuerier,
+		AnalysisQuerySlots:      analysisCfg.QuerySlots,
+		AnalysisNamespaceLabel:  analysisCfg.NamespaceLabel,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		setupLog.Error(err, "unable to create the controller", "controller", "PodSet")
 		os.Exit(1)

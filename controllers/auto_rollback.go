@@ -43,10 +43,18 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 		return nil
 	}
 	cfg := autoRollbackOf(ps)
-	if cfg == nil {
+	if cfg == nil && canaryOf(ps) == nil {
 		s.record.failureWatch, s.record.rollback = failureWatch{}, nil
 		return nil
 	}
+	// A canary's failed analysis or abort retreats whether or not
+	// autoRollback is set; the pods' own failures and the progress
+	// deadline only when it is.
+	if cfg == nil {
+		s.record.failureWatch = failureWatch{}
+		cfg = &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](0)}
+	}
+	podFailures := autoRollbackOf(ps) != nil
 	now := time.Now()
 	prev := ps.Status.AutoRollback
 	if prev == nil && s.record.rollback != nil {
@@ -80,7 +88,7 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 		Paused:                ps.Spec.UpdateStrategy.RollingUpdate.Paused,
 		UpdateRevision:        rs.Update.Name,
 		LastCompletedRevision: ps.Status.LastCompletedRevision,
-		DeadlineExceeded:      deadlineExceeded(ps, rs.Update.Name),
+		DeadlineExceeded:      podFailures && deadlineExceeded(ps, rs.Update.Name),
 	}
 	// The revision on trial: the spec's, or while rolled back the one
 	// returned to, whose pods can fail too.
@@ -100,7 +108,11 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 	} else {
 		o.Complete = s.rolloutComplete()
 	}
-	if !o.Complete && !o.RetreatComplete {
+	switch {
+	case o.Complete || o.RetreatComplete:
+	case prev == nil && s.canaryFailure != nil:
+		o.Failure = s.canaryFailure
+	case podFailures:
 		pods, graceEndsIn := s.record.failureWatch.observe(revision.HashOf(tested), s.pods, since, th.WaitingGrace, now)
 		if f, failed := retreat.Classify(pods, th, now); failed {
 			o.Failure = &f
@@ -127,7 +139,11 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 			s.rollback.Status.Revision = ""
 			return nil
 		}
-		// The rollout now moves the pods elsewhere.
+		// The rollout now moves the pods elsewhere, and no canary step
+		// applies to it.
+		if s.canary != nil {
+			s.canary.Done = true
+		}
 		return r.observeRollout(ctx, s)
 	}
 	return nil

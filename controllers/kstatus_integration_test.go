@@ -109,6 +109,42 @@ func TestIntegrationKstatusVerdicts(t *testing.T) {
 			want: kstatus.InProgressStatus, reconciling: appv1alpha1.ReasonRollingUpdate, argo: argocd.Progressing,
 		},
 		{
+			name: "a canary paused at a step until promoted",
+			setup: func(ctx context.Context, t *testing.T, g Gomega, ns string) *appv1alpha1.PodSet {
+				ps := createPodSet(t, ns, "canary-paused", 3, func(ps *appv1alpha1.PodSet) {
+					surge1(ps)
+					ps.Spec.UpdateStrategy.RollingUpdate.Canary = &appv1alpha1.Canary{Steps: []appv1alpha1.CanaryStep{
+						{UpdatedReplicas: ptr.To[int32](1)}, {Pause: &appv1alpha1.CanaryPause{}},
+					}}
+				})
+				runKubeletStandIn(ctx, ns, 150*time.Millisecond, imageReady(v1, v2))
+				waitForRolledOut(g, ps, 3)
+				setImage(g, ps, v2)
+				return ps
+			},
+			want: kstatus.InProgressStatus, reconciling: appv1alpha1.ReasonCanaryPaused, argo: argocd.Suspended,
+		},
+		{
+			name: "a canary aborted: back on the last completed revision",
+			setup: func(ctx context.Context, t *testing.T, g Gomega, ns string) *appv1alpha1.PodSet {
+				ps := createPodSet(t, ns, "canary-aborted", 3, func(ps *appv1alpha1.PodSet) {
+					surge1(ps)
+					ps.Spec.UpdateStrategy.RollingUpdate.Canary = &appv1alpha1.Canary{Steps: []appv1alpha1.CanaryStep{
+						{UpdatedReplicas: ptr.To[int32](1)}, {Pause: &appv1alpha1.CanaryPause{}},
+					}}
+				})
+				runKubeletStandIn(ctx, ns, 150*time.Millisecond, imageReady(v1, v2))
+				waitForRolledOut(g, ps, 3)
+				setImage(g, ps, v2)
+				g.Eventually(func(g Gomega) {
+					g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonCanaryPaused))
+				}, eventually, poll).Should(Succeed())
+				annotate(g, ps, appv1alpha1.AnnotationRolloutAbort, getPodSet(g, ps).Status.UpdateRevision)
+				return ps
+			},
+			want: kstatus.FailedStatus, stalled: appv1alpha1.ReasonRolledBack, argo: argocd.Degraded,
+		},
+		{
 			name: "a rollout held: maxSurge 1, maxUnavailable 0, no room for the surge pod",
 			setup: func(ctx context.Context, t *testing.T, g Gomega, ns string) *appv1alpha1.PodSet {
 				setPodQuota(g, ns, 3)

@@ -24,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/analysis"
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/leaderfence"
+	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/ownership"
 	"github.com/example/podset-operator/controllers/podwrites"
@@ -58,6 +60,11 @@ import (
 // ResourceQuotas are only watched: a change that makes room wakes the PodSets
 // whose creates were refused (wakeups.RefusedPodSets).
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch
+// Pod metrics are never read from the API server: the tenancy port of
+// OpenShift's Thanos querier, which canary analyses may query, authorizes
+// a query for a namespace by a SubjectAccessReview of get on
+// pods.metrics.k8s.io there (docs/canary-analysis.md).
+// +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=get
 // Namespaces' metadata is cached (list, watch) for one annotation: whether
 // the platform allocates the namespace's user IDs (operand.UserIDs).
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
@@ -98,6 +105,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.syncRevisions,
 		r.labelUnrevisionedPods,
 		r.observeRollout,
+		r.advanceCanary,
 		r.decideRollback,
 	} {
 		if err := phase(ctx, s); err != nil {
@@ -118,7 +126,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// Read again: the scaling step may have just expected writes, and the
 	// wake-up at their timeout is what recovers a lost watch event.
 	s.expectationsWait = r.Expectations.ExpiresIn(key)
-	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn, gracePeriodEndsIn, s.rollbackCheckIn)}, nil
+	return ctrl.Result{RequeueAfter: nextWakeUp(s, podCache.recheckIn, statusDueIn, gracePeriodEndsIn, s.rollbackCheckIn, s.canaryCheckIn)}, nil
 }
 
 // retry hands a failed reconcile to the controller's exponential backoff,
@@ -176,11 +184,16 @@ func statusChangedPredicate() predicate.Funcs {
 }
 
 // rolloutRetryPredicate passes PodSet updates that change the
-// app.example.com/rollout-retry annotation: a retry changes neither the
-// generation nor the status.
+// app.example.com/rollout-retry, rollout-promote or rollout-abort
+// annotation: none changes the generation or the status.
 func rolloutRetryPredicate() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[appv1alpha1.AnnotationRolloutRetry] != e.ObjectNew.GetAnnotations()[appv1alpha1.AnnotationRolloutRetry]
+		for _, a := range []string{appv1alpha1.AnnotationRolloutRetry, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.AnnotationRolloutAbort} {
+			if e.ObjectOld.GetAnnotations()[a] != e.ObjectNew.GetAnnotations()[a] {
+				return true
+			}
+		}
+		return false
 	}}
 }
 
@@ -191,6 +204,18 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	}
 	r.records = newPodSetRecords()
 	r.wakeUps = wakeups.New()
+	if r.AnalysisQuerier != nil {
+		slots := r.AnalysisQuerySlots
+		if slots == 0 {
+			slots = DefaultAnalysisQuerySlots
+		}
+		r.analysisRunner = analysis.NewRunner(ctx, r.AnalysisQuerier, slots,
+			func(key string) { r.wakeUps.Wake(ctx, podSetOfRun(key)) },
+			func(took time.Duration, m analysis.Measurement) {
+				metrics.AnalysisQueryDuration.Observe(took.Seconds())
+				metrics.AnalysisMeasurements.WithLabelValues(string(m.Phase)).Inc()
+			})
+	}
 	if r.Fence != nil {
 		r.Fence.OnRenewal(r.releaseFenced)
 	}

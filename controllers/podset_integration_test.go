@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -440,6 +441,21 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		{"zero progress deadline", func(p *appv1alpha1.PodSet) { p.Spec.ProgressDeadlineSeconds = ptr.To(int32(0)) }, "spec.progressDeadlineSeconds"},
 		{"negative revision history", func(p *appv1alpha1.PodSet) { p.Spec.RevisionHistoryLimit = ptr.To(int32(-1)) }, "spec.revisionHistoryLimit"},
 		{"annotation key with spaces", func(p *appv1alpha1.PodSet) { p.Spec.PodAnnotations = map[string]string{"not a key": "x"} }, "spec.podAnnotations"},
+		{"canary without steps", canaryWith(), "spec.updateStrategy.rollingUpdate.canary.steps"},
+		{"canary with 33 steps", canaryWith(slices.Repeat([]appv1alpha1.CanaryStep{{Pause: &appv1alpha1.CanaryPause{}}}, 33)...), "spec.updateStrategy.rollingUpdate.canary.steps"},
+		{"a step with two fields", canaryWith(appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1), UpdatedPercent: ptr.To[int32](10)}), "spec.updateStrategy.rollingUpdate.canary.steps[0]"},
+		{"a step with nothing", canaryWith(appv1alpha1.CanaryStep{}), "spec.updateStrategy.rollingUpdate.canary.steps[0]"},
+		{"updatedReplicas 0", canaryWith(appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](0)}), "spec.updateStrategy.rollingUpdate.canary.steps[0].updatedReplicas"},
+		{"updatedReplicas above 5000", canaryWith(appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](5001)}), "spec.updateStrategy.rollingUpdate.canary.steps[0].updatedReplicas"},
+		{"updatedPercent 0", canaryWith(appv1alpha1.CanaryStep{UpdatedPercent: ptr.To[int32](0)}), "spec.updateStrategy.rollingUpdate.canary.steps[0].updatedPercent"},
+		{"updatedPercent 150", canaryWith(appv1alpha1.CanaryStep{UpdatedPercent: ptr.To[int32](150)}), "spec.updateStrategy.rollingUpdate.canary.steps[0].updatedPercent"},
+		{"a negative pause", canaryWith(appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{DurationSeconds: ptr.To[int32](-1)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].pause.durationSeconds"},
+		{"an analysis without conditions", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up"}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis"},
+		{"an analysis without a query", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{SuccessCondition: "result < 0.01"}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.query"},
+		{"a query too long", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: strings.Repeat("u", 4097), SuccessCondition: "result < 0.01"}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.query"},
+		{"an analysis step of unbounded count", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", SuccessCondition: "result < 0.01", Count: ptr.To[int32](0)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.count"},
+		{"an interval under 10 s", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", SuccessCondition: "result < 0.01", IntervalSeconds: ptr.To[int32](5)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.intervalSeconds"},
+		{"a condition too long", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", FailureCondition: strings.Repeat(" ", 1025)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.failureCondition"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -470,6 +486,28 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 	defaulted := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "defaulted", Namespace: ns}}
 	g.Expect(k8sClient.Create(context.Background(), defaulted)).To(Succeed())
 	g.Expect(defaulted.Spec.Replicas).To(Equal(ptr.To[int32](1)))
+
+	// A canary of every kind of step is taken, the analysis defaulted.
+	canary := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: ns}}
+	canaryWith(
+		appv1alpha1.CanaryStep{UpdatedPercent: ptr.To[int32](100)},
+		appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](5000)},
+		appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{DurationSeconds: ptr.To[int32](0)}},
+		appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{}},
+		appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: strings.Repeat("u", 4096), SuccessCondition: "result < 0.01", FailureCondition: "result > 0.05"}},
+	)(canary)
+	g.Expect(k8sClient.Create(context.Background(), canary)).To(Succeed())
+	a := canary.Spec.UpdateStrategy.RollingUpdate.Canary.Steps[4].Analysis
+	g.Expect([]*int32{a.IntervalSeconds, a.InitialDelaySeconds, a.FailureLimit, a.InconclusiveLimit, a.ConsecutiveErrorLimit}).
+		To(Equal([]*int32{ptr.To[int32](60), ptr.To[int32](0), ptr.To[int32](0), ptr.To[int32](0), ptr.To[int32](4)}))
+	g.Expect(a.Count).To(BeNil(), "count has no schema default")
+}
+
+// canaryWith sets a canary of steps on a PodSet.
+func canaryWith(steps ...appv1alpha1.CanaryStep) func(*appv1alpha1.PodSet) {
+	return func(p *appv1alpha1.PodSet) {
+		p.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{Canary: &appv1alpha1.Canary{Steps: steps}}
+	}
 }
 
 func TestIntegrationReportsReplicaFailureFromQuota(t *testing.T) {

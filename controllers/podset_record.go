@@ -78,8 +78,15 @@ type podSetRecord struct {
 	// that reads a status without it (its write failed).
 	rollback *appv1alpha1.AutoRollbackStatus
 	// invalidRetry is the app.example.com/rollout-retry value that did not
-	// parse and was said in an event, so that it is said once.
-	invalidRetry string
+	// parse and was said in an event, so that it is said once;
+	// invalidPromote the same for app.example.com/rollout-promote.
+	invalidRetry   string
+	invalidPromote string
+	// canary is where the canary's steps stood after the last reconcile,
+	// for a reconcile that reads a status without it (its write failed,
+	// or was paced): the measurements it holds are not taken again
+	// (canary_steps.go).
+	canary *appv1alpha1.CanaryStatus
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

@@ -9,11 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/analysis"
 	"github.com/example/podset-operator/controllers/consistency"
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/leaderfence"
 	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
+	"github.com/example/podset-operator/controllers/retreat"
 	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
@@ -84,7 +86,23 @@ type PodSetReconciler struct {
 	// background sends the deletes of steps that only delete, without
 	// holding a worker; nil sends them all in the reconcile.
 	background *podwrites.Background
+
+	// AnalysisQuerier is the Prometheus that canary analyses query; nil
+	// when none is configured, and an analysis step then holds the
+	// rollout, saying so.
+	AnalysisQuerier analysis.Querier
+	// AnalysisQuerySlots is how many analysis queries are sent at once
+	// (analysis.Runner); DefaultAnalysisQuerySlots when 0.
+	AnalysisQuerySlots int
+	// AnalysisNamespaceLabel is the label of a series' namespace, which
+	// every query is confined by; DefaultAnalysisNamespaceLabel when "".
+	AnalysisNamespaceLabel string
+	// analysisRunner takes the measurements off the workers.
+	analysisRunner *analysis.Runner
 }
+
+// DefaultAnalysisQuerySlots is the default of AnalysisQuerySlots.
+const DefaultAnalysisQuerySlots = 4
 
 // podSetScope is what one reconcile of one PodSet knows and has done.
 type podSetScope struct {
@@ -124,6 +142,15 @@ type podSetScope struct {
 	rollback        status.Rollback
 	rollbackCheckIn time.Duration
 	retried         *appv1alpha1.AutoRollbackStatus
+	// canary is where the canary's steps stand, which the status reports
+	// (canary_steps.go); canaryPartition the partition its current step
+	// holds (nil: none), canaryFailure the failed analysis or abort that
+	// auto-rollback retreats from, and canaryCheckIn when a measurement or
+	// the end of a pause is due with no event to bring it.
+	canary          *status.Canary
+	canaryPartition *int
+	canaryFailure   *retreat.Failure
+	canaryCheckIn   time.Duration
 }
 
 // cluster is what decides, for every PodSet alike, which template changes
@@ -142,15 +169,28 @@ func (r *PodSetReconciler) observeRollout(_ context.Context, s *podSetScope) err
 	s.rollout, s.rolloutErr = nil, err
 	if err == nil {
 		s.rollout = &st
+		s.holdCanaryPartition()
 	}
 	return nil
+}
+
+// holdCanaryPartition raises the rollout's partition to the one the
+// canary's current step holds (advanceCanary), unless the rollout moves
+// the pods to a revision other than the spec's (auto-rollback), where no
+// step applies. It only ever keeps more pods than the spec's partition.
+func (s *podSetScope) holdCanaryPartition() {
+	if s.rollout == nil || s.canaryPartition == nil || s.revisions.RollingBack {
+		return
+	}
+	st := &s.rollout.Input.Strategy
+	st.Partition = max(st.Partition, *s.canaryPartition)
 }
 
 // rolloutComplete reports whether the rollout to the update revision has
 // nothing left to do (rolloutstate.State.Complete); false when its strategy
 // does not resolve.
 func (s *podSetScope) rolloutComplete() bool {
-	return s.rollout != nil && s.rollout.Complete()
+	return s.rollout != nil && s.rollout.Complete() && (s.canary == nil || s.canary.Done)
 }
 
 // podControl is how the reconciler creates and deletes pods: podWrites

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/analysis"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/status"
 )
@@ -58,7 +60,49 @@ func (r *PodSetReconciler) updateStatus(ctx context.Context, s *podSetScope) (ti
 			eventNote(meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing).Message))
 	}
 	r.reportRollback(s.podSet, orig.Status, computed, s.retried)
+	r.reportCanary(s.podSet, orig.Status.Canary, computed.Canary)
 	return 0, nil
+}
+
+// Reasons of the canary's events.
+const (
+	eventCanaryStep         = "CanaryStep"
+	eventAnalysisSucceeded  = "AnalysisSucceeded"
+	eventAnalysisFailed     = "AnalysisFailed"
+	eventAnalysisHeld       = "AnalysisHeld"
+	eventAnalysisDryRunDone = "AnalysisDryRunDone"
+)
+
+// reportCanary sends the events of a canary's progress, once per change of
+// the status that records it: a step begun, and an analysis run ended.
+func (r *PodSetReconciler) reportCanary(ps *appv1alpha1.PodSet, before, after *appv1alpha1.CanaryStatus) {
+	if after == nil {
+		return
+	}
+	if before == nil || before.Revision != after.Revision || before.Step != after.Step {
+		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, eventCanaryStep, "Rollout", "revision %s: %s", after.Revision, eventNote(after.Message))
+	}
+	for _, run := range after.Analyses {
+		phase := analysis.RunPhase(run.Phase)
+		if !phase.Done() {
+			continue
+		}
+		if before != nil && before.Revision == after.Revision {
+			if prev := runNamed(before, run.Name); prev != nil && prev.Phase == run.Phase {
+				continue
+			}
+		}
+		kind, reason := corev1.EventTypeWarning, eventAnalysisHeld
+		switch {
+		case run.DryRun:
+			kind, reason = corev1.EventTypeNormal, eventAnalysisDryRunDone
+		case phase == analysis.RunSuccessful:
+			kind, reason = corev1.EventTypeNormal, eventAnalysisSucceeded
+		case phase == analysis.RunFailed:
+			reason = eventAnalysisFailed
+		}
+		r.Recorder.Eventf(ps, nil, kind, reason, "Analysis", "%s", eventNote(fmt.Sprintf("revision %s, %s: %s: %s (query: %s)", after.Revision, run.Name, run.Phase, run.Message, run.Query)))
+	}
 }
 
 // reportRollback sends the event of what auto-rollback just did, once per
@@ -96,7 +140,7 @@ func observed(s *podSetScope) status.Observed {
 	if spec == nil {
 		spec, specHash = rs.Update, rs.UpdateHash
 	}
-	o := status.Observed{UpdateHash: specHash, Rollback: s.rollback}
+	o := status.Observed{UpdateHash: specHash, Rollback: s.rollback, Canary: s.canary}
 	if rs.Update != nil {
 		o.UpdateRevision, o.CurrentRevision, o.CollisionCount = spec.Name, rs.Current.Name, rs.CollisionCount
 		o.TargetRevision = rs.Update.Name

@@ -282,6 +282,14 @@ type RollingUpdate struct {
 	// the defaults.
 	// +optional
 	AutoRollback *AutoRollback `json:"autoRollback,omitempty"`
+
+	// canary runs the rollout in steps: a share of the pods moved to the
+	// new revision, pauses, and analyses by a Prometheus query that
+	// promote the rollout or retreat it to the last completed revision
+	// (docs/canary-analysis.md). A failed analysis retreats whether or not
+	// autoRollback is set. Off when absent: the rollout moves every pod.
+	// +optional
+	Canary *Canary `json:"canary,omitempty"`
 }
 
 // AutoRollback tunes when a rollout counts as failed.
@@ -458,6 +466,13 @@ type PodSetStatus struct {
 	// +optional
 	AutoRollback *AutoRollbackStatus `json:"autoRollback,omitempty"`
 
+	// canary is where a canary rollout stands
+	// (spec.updateStrategy.rollingUpdate.canary): its step, what the step
+	// waits for, and its analyses. It stays after the rollout until the
+	// next one.
+	// +optional
+	Canary *CanaryStatus `json:"canary,omitempty"`
+
 	// collisionCount counts hash collisions between revision names; it is
 	// part of the hash, so that a collision yields a new name.
 	// +optional
@@ -490,8 +505,9 @@ type AutoRollbackStatus struct {
 	Revision string `json:"revision,omitempty"`
 
 	// trigger is what made failedRevision fail: ProgressDeadlineExceeded,
-	// RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName or
-	// CreateContainerFailure.
+	// RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName,
+	// CreateContainerFailure, AnalysisFailed (a canary analysis failed) or
+	// Aborted (`kubectl podset rollout abort`).
 	Trigger string `json:"trigger"`
 
 	// message says which pod and container showed the failure.

@@ -77,6 +77,18 @@ const (
 	ReasonRollbackStopped = "RollbackStopped"
 	ReasonRolloutFailed   = "RolloutFailed"
 	ReasonNotStalled      = "NotStalled"
+	// Progressing under spec.updateStrategy.rollingUpdate.canary: a step
+	// moves pods or runs an analysis (ReasonCanaryStep, True), a pause
+	// step holds the rollout (ReasonCanaryPaused, Unknown), an analysis
+	// reached its inconclusive or consecutive-error limit and holds it
+	// until it is promoted or aborted (ReasonAnalysisInconclusive,
+	// ReasonAnalysisError, Unknown), or the analyses cannot run as written
+	// (ReasonInvalidAnalysis, False).
+	ReasonCanaryStep           = "CanaryStep"
+	ReasonCanaryPaused         = "CanaryPaused"
+	ReasonAnalysisInconclusive = "AnalysisInconclusive"
+	ReasonAnalysisError        = "AnalysisError"
+	ReasonInvalidAnalysis      = "InvalidAnalysis"
 )
 
 // In-place updates (spec.updateStrategy.rollingUpdate.podUpdatePolicy
@@ -113,6 +125,48 @@ const (
 // answered once: when the revision fails again, the new rollback has a
 // new time and the old request no longer matches it.
 const AnnotationRolloutRetry = "app.example.com/rollout-retry"
+
+// AnnotationRolloutPromote on a PodSet completes a step of its canary
+// rollout (`kubectl podset rollout promote` sets it): a pause, an analysis
+// (whatever its phase), or the wait for pods. Its value names what it
+// promotes, "<updateRevision>/<step>" or "<updateRevision>/full" (every
+// remaining step), so that it does nothing once done, or for a later
+// rollout.
+const AnnotationRolloutPromote = "app.example.com/rollout-promote"
+
+// AnnotationRolloutAbort on a PodSet retreats its rollout to the last
+// completed revision, as a failed analysis does, with trigger Aborted
+// (`kubectl podset rollout abort` sets it). Its value is the update
+// revision it aborts, so that it does nothing for a later rollout.
+const AnnotationRolloutAbort = "app.example.com/rollout-abort"
+
+// RolloutPromoteValue is the value of AnnotationRolloutPromote that
+// completes step of revision's rollout; a step below 0 asks for every
+// remaining step.
+func RolloutPromoteValue(revision string, step int32) string {
+	if step < 0 {
+		return revision + "/full"
+	}
+	return fmt.Sprintf("%s/%d", revision, step)
+}
+
+// ParseRolloutPromote reads a value of AnnotationRolloutPromote: the
+// revision, and the step it completes, or full for every remaining one.
+func ParseRolloutPromote(v string) (revision string, step int32, full bool, err error) {
+	i := strings.LastIndexByte(v, '/')
+	if i <= 0 {
+		return "", 0, false, fmt.Errorf("%s: %q is not <updateRevision>/<step> or <updateRevision>/full", AnnotationRolloutPromote, v)
+	}
+	revision, rest := v[:i], v[i+1:]
+	if rest == "full" {
+		return revision, 0, true, nil
+	}
+	var n int32
+	if _, err := fmt.Sscanf(rest, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != rest {
+		return "", 0, false, fmt.Errorf("%s: %q: the step is not a step number or full", AnnotationRolloutPromote, v)
+	}
+	return revision, n, false, nil
+}
 
 // ReasonRolloutRetried is the event's reason when a PodSet rolls to the
 // revision it had rolled back from again, as AnnotationRolloutRetry asked.

@@ -1,7 +1,8 @@
 // Command kubectl-podset is a kubectl plugin: put it on PATH and run
-// `kubectl podset rollout status|history|undo|pause|resume|restart|retry NAME`,
+// `kubectl podset rollout status|history|undo|pause|resume|restart|retry|promote|abort NAME`,
 // the verbs `kubectl rollout` has for Deployments, which do not work on
-// custom resources, and retry, for auto-rollback.
+// custom resources; retry, for auto-rollback; promote and abort, for canary
+// steps.
 package main
 
 import (

@@ -268,6 +268,59 @@ func TestRetry(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("the spec asks for revision web-newer")))
 }
 
+func TestPromoteAndAbort(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNS(t)
+	ps := podSetWithHistory(g, ns, "example.com/web:1", "example.com/web:2")
+
+	_, err := run(ns, "rollout", "promote", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("has no canary steps")))
+	_, err = run(ns, "rollout", "abort", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("the operator has not observed its spec yet")))
+	ps = get(g, ps)
+	ps.Status.ObservedGeneration = ps.Generation
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "abort", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("no revision has completed yet")))
+
+	ps = get(g, ps)
+	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{Canary: &appv1alpha1.Canary{Steps: []appv1alpha1.CanaryStep{
+		{UpdatedReplicas: ptr.To[int32](1)}, {Pause: &appv1alpha1.CanaryPause{}}, {UpdatedPercent: ptr.To[int32](50)},
+	}}}
+	g.Expect(k8s.Update(context.Background(), ps)).To(Succeed())
+	ps = get(g, ps)
+	update := ps.Status.UpdateRevision
+	ps.Status.ObservedGeneration = ps.Generation
+	_, err = run(ns, "rollout", "promote", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("has no canary rollout under way")))
+
+	ps.Status.LastCompletedRevision = "web-previous"
+	ps.Status.Canary = &appv1alpha1.CanaryStatus{Revision: update, Step: 1, StepStartTime: metav1.Now(), Message: "step 2 of 3: paused until promoted"}
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	out, err := run(ns, "rollout", "promote", "web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("podset.app.example.com/web promoted: step 2 of 3 of revision " + update + "\n"))
+	g.Expect(get(g, ps).Annotations).To(HaveKeyWithValue(appv1alpha1.AnnotationRolloutPromote, update+"/1"))
+	out, err = run(ns, "rollout", "promote", "web", "--full")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("promoted: every remaining step"))
+	g.Expect(get(g, ps).Annotations).To(HaveKeyWithValue(appv1alpha1.AnnotationRolloutPromote, update+"/full"))
+
+	out, err = run(ns, "rollout", "abort", "web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("podset.app.example.com/web aborting revision " + update + ": rolling back to web-previous\n"))
+	g.Expect(get(g, ps).Annotations).To(HaveKeyWithValue(appv1alpha1.AnnotationRolloutAbort, update))
+
+	ps = get(g, ps)
+	ps.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{FailedRevision: update, Revision: "web-previous", Trigger: "Aborted", Time: metav1.Now()}
+	ps.Status.Canary.Step = 3
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "abort", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("was already rolled back (Aborted)")))
+	_, err = run(ns, "rollout", "promote", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("every step of the rollout to revision " + update + " is done")))
+}
+
 // rolledBack makes ps's Progressing condition False, as auto-rollback
 // leaves it.
 func rolledBack(ps *appv1alpha1.PodSet) *appv1alpha1.PodSet {
@@ -311,6 +364,14 @@ func TestRolloutStatusMessages(t *testing.T) {
 			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack; apply a fixed template, or ` + "`kubectl podset rollout retry web`" + ` once the rollback is done): rollout failed`},
 		{"rollback stopped", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRollbackStopped)), "", false,
 			`(RollbackStopped; apply a fixed template`},
+		{"canary pause", mk(4, 0, canaryAt("step 2 of 3: paused until promoted"), appv1alpha1.ReasonCanaryPaused),
+			`Waiting for podset "web" rollout to finish: step 2 of 3: paused until promoted; ` + "`kubectl podset rollout promote web`" + ` ends the pause`, false, ""},
+		{"canary analysis", mk(4, 0, withRun(canaryAt("step 2 of 3: analysis Running")), appv1alpha1.ReasonCanaryStep),
+			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Running (analysis Running: 1 successful, 0 failed, 0 inconclusive, 0 errors; last Successful: 0.001 met successCondition "result < 0.01")...`, false, ""},
+		{"canary hold", mk(4, 0, canaryAt("step 2 of 3: analysis Error"), appv1alpha1.ReasonAnalysisError),
+			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Error; held (AnalysisError) until ` + "`kubectl podset rollout promote web` or `abort web`", false, ""},
+		{"canary that cannot run", rolledBack(mk(4, 0, canaryAt("cannot run"), appv1alpha1.ReasonInvalidAnalysis)), "", false,
+			`: rollout failed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -324,4 +385,20 @@ func TestRolloutStatusMessages(t *testing.T) {
 			g.Expect(done).To(Equal(tc.done))
 		})
 	}
+}
+
+// canaryAt is a status whose canary for revision web-2 is at its second
+// step, waiting for message.
+func canaryAt(message string) appv1alpha1.PodSetStatus {
+	return appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1, UpdateRevision: "web-2",
+		Canary: &appv1alpha1.CanaryStatus{Revision: "web-2", Step: 1, Message: message}}
+}
+
+// withRun adds a run of the current step's analysis with one measurement.
+func withRun(st appv1alpha1.PodSetStatus) appv1alpha1.PodSetStatus {
+	st.Canary.Analyses = []appv1alpha1.AnalysisRunStatus{{
+		Name: fmt.Sprintf("steps[%d]", st.Canary.Step), Phase: "Running", Successful: 1,
+		Measurements: []appv1alpha1.Measurement{{Phase: "Successful", Value: "0.001", Message: `0.001 met successCondition "result < 0.01"`}},
+	}}
+	return st
 }

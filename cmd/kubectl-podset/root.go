@@ -66,7 +66,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o.config.AddFlags(root.PersistentFlags())
 	rollout := &cobra.Command{
 		Use:   "rollout",
-		Short: "Manage the rollout of a PodSet: status, history, undo, pause, resume, restart, retry",
+		Short: "Manage the rollout of a PodSet: status, history, undo, pause, resume, restart, retry, promote, abort",
 	}
 	rollout.AddCommand(
 		newStatusCommand(o),
@@ -76,6 +76,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newPauseCommand(o, false),
 		newRestartCommand(o),
 		newRetryCommand(o),
+		newPromoteCommand(o),
+		newAbortCommand(o),
 	)
 	root.AddCommand(rollout)
 	return root

@@ -89,6 +89,12 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 			return "", false, fmt.Errorf("podset %q: %s (%s): %w", ps.Name, progressing.Message, progressing.Reason, errRolloutFailed)
 		}
 	}
+	if progressing != nil && progressing.Reason == appv1alpha1.ReasonInvalidAnalysis {
+		return "", false, fmt.Errorf("podset %q: %s: %w", ps.Name, progressing.Message, errRolloutFailed)
+	}
+	if msg, ok := canaryStatus(ps, progressing); ok {
+		return msg, false, nil
+	}
 	if progressing != nil && progressing.Reason == appv1alpha1.ReasonPaused {
 		return "", false, fmt.Errorf("podset %q is paused (%d of %d pods updated): resume it with `kubectl podset rollout resume %s`",
 			ps.Name, st.UpdatedReplicas, ps.DesiredReplicas(), ps.Name)
@@ -115,4 +121,36 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	default:
 		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d of %d replicas are available...", ps.Name, st.AvailableReplicas, desired), false, nil
 	}
+}
+
+// canaryStatus says where a canary rollout in progress stands: its step,
+// what the step waits for, and an analysis's measurements so far. A pause
+// or a hold is waited out (it ends with a promotion), as
+// `kubectl argo rollouts status` waits out a paused Rollout.
+func canaryStatus(ps *appv1alpha1.PodSet, progressing *metav1.Condition) (string, bool) {
+	c := ps.Status.Canary
+	if progressing == nil || c == nil || c.Revision != ps.Status.UpdateRevision {
+		return "", false
+	}
+	msg := fmt.Sprintf("Waiting for podset %q rollout to finish: %s", ps.Name, c.Message)
+	for _, run := range c.Analyses {
+		if run.Name != fmt.Sprintf("steps[%d]", c.Step) {
+			continue
+		}
+		msg += fmt.Sprintf(" (analysis %s: %d successful, %d failed, %d inconclusive, %d errors", run.Phase, run.Successful, run.Failed, run.Inconclusive, run.Errors)
+		if n := len(run.Measurements); n > 0 {
+			last := run.Measurements[n-1]
+			msg += fmt.Sprintf("; last %s: %s", last.Phase, last.Message)
+		}
+		msg += ")"
+	}
+	switch progressing.Reason {
+	case appv1alpha1.ReasonCanaryPaused:
+		return msg + fmt.Sprintf("; `kubectl podset rollout promote %s` ends the pause", ps.Name), true
+	case appv1alpha1.ReasonAnalysisInconclusive, appv1alpha1.ReasonAnalysisError:
+		return msg + fmt.Sprintf("; held (%s) until `kubectl podset rollout promote %s` or `abort %s`", progressing.Reason, ps.Name, ps.Name), true
+	case appv1alpha1.ReasonCanaryStep:
+		return msg + "...", true
+	}
+	return "", false
 }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -129,4 +130,20 @@ func (r *Runner) Forget(key string) {
 	defer r.mu.Unlock()
 	delete(r.results, key)
 	delete(r.pending, key)
+}
+
+// ForgetPrefix forgets every run whose key begins with prefix.
+func (r *Runner) ForgetPrefix(prefix string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.results {
+		if strings.HasPrefix(key, prefix) {
+			delete(r.results, key)
+		}
+	}
+	for key := range r.pending {
+		if strings.HasPrefix(key, prefix) {
+			delete(r.pending, key)
+		}
+	}
 }

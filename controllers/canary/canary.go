@@ -88,6 +88,9 @@ type Observed struct {
 	Analysis AnalysisPhase
 	// Promotion is the pending promotion, if any.
 	Promotion *Promotion
+	// Hold keeps the current step, whether it is done or not: a
+	// background analysis holds the rollout where it is.
+	Hold bool
 	// Now is the time to judge pauses by, and to start steps at.
 	Now time.Time
 }
@@ -119,12 +122,12 @@ func Advance(steps []Step, p Progress, o Observed) (Decision, error) {
 		p = Progress{Revision: o.Revision, StepStarted: o.Now}
 	}
 	p.Step = min(max(p.Step, 0), len(steps))
-	if pr := o.Promotion; pr != nil && pr.Revision == o.Revision && pr.Full {
+	if pr := o.Promotion; pr != nil && pr.Revision == o.Revision && pr.Full && !o.Hold {
 		p.Step, p.StepStarted = len(steps), o.Now
 	}
 	for p.Step < len(steps) {
 		d, err := judge(steps, p, o)
-		if err != nil || !d.stepDone {
+		if err != nil || !d.stepDone || o.Hold {
 			return d.Decision, err
 		}
 		p.Step, p.StepStarted = p.Step+1, o.Now

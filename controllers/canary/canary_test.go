@@ -89,6 +89,10 @@ func TestAdvance(t *testing.T) {
 				o.Promotion = &Promotion{Revision: "web-2", Step: 1}
 			}),
 			step: 2, started: t0.Add(time.Hour), partition: 5},
+		{name: "a hold keeps a step that is done", progress: at(0, t0),
+			observed: observed(func(o *Observed) { o.UpdatedAvailable = 1; o.Hold = true }), step: 0, started: t0, partition: 9},
+		{name: "a hold keeps the step against a full promotion too", progress: at(1, t0),
+			observed: observed(func(o *Observed) { o.Hold = true; o.Promotion = &Promotion{Revision: "web-2", Full: true} }), step: 1, started: t0, partition: 9},
 		{name: "after the last step the spec's partition applies", progress: at(5, t0),
 			observed: observed(func(o *Observed) { o.Partition = 2 }), step: 5, started: t0, partition: 2, done: true},
 		{name: "the spec's partition caps a step's count, which is then done", steps: []Step{updated(intstr.FromString("50%")), pauseUntilPromoted()},

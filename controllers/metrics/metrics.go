@@ -57,6 +57,9 @@ var (
 	descStatusCondition = prometheus.NewDesc("podset_status_condition",
 		"The status of each of the PodSet's conditions (Available, Progressing, ReplicaFailure, Reconciling, Stalled): one series per condition, with value 1, labelled with its status (true, false, or unknown when not set).",
 		[]string{"condition", "namespace", "podset", "status"}, nil)
+	descStatusCanaryStep = prometheus.NewDesc("podset_status_canary_step",
+		"The index of the current step of a PodSet's canary rollout while one is under way (status.canary.step), labelled with its state, the Progressing condition's reason: CanaryStep (moving pods or measuring), CanaryPaused, AnalysisInconclusive or AnalysisError (held until promoted or aborted), InvalidAnalysis; absent otherwise.",
+		[]string{"namespace", "podset", "state"}, nil)
 	descStatusAutoRollback = prometheus.NewDesc("podset_status_auto_rollback",
 		"1 while auto-rollback keeps a PodSet's pods on its last completed revision after a rollout failed (status.autoRollback), labelled with the trigger and whether it stopped (the revision returned to failed too); absent otherwise.",
 		[]string{"namespace", "podset", "stopped", "trigger"}, nil)
@@ -65,7 +68,7 @@ var (
 // podSetStateDescs are the per-PodSet metrics, in documentation order.
 var podSetStateDescs = []*prometheus.Desc{
 	descSpecReplicas, descStatusReplicas, descStatusReadyReplicas, descStatusAvailableReplicas,
-	descStatusTerminatingReplicas, descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition, descStatusAutoRollback,
+	descStatusTerminatingReplicas, descStatusUpdatedReplicas, descStatusObservedGeneration, descMetadataGeneration, descStatusCondition, descStatusCanaryStep, descStatusAutoRollback,
 }
 
 // What the controller does.
@@ -104,13 +107,23 @@ var (
 	}, []string{"reason"})
 	Rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podset_operator_rollbacks_total",
-		Help: "Rollouts that failed and that auto-rollback (spec.updateStrategy.rollingUpdate.autoRollback) returned to the last completed revision, by trigger: ProgressDeadlineExceeded, RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName, CreateContainerFailure.",
+		Help: "Rollouts that failed and that auto-rollback (spec.updateStrategy.rollingUpdate.autoRollback) returned to the last completed revision, by trigger: ProgressDeadlineExceeded, RestartLimit, CrashLoopBackOff, ImagePullFailure, InvalidImageName, CreateContainerFailure; and canary rollouts returned there for AnalysisFailed or Aborted.",
 	}, []string{"trigger"})
+	AnalysisMeasurements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podset_operator_analysis_measurements_total",
+		Help: "Canary analysis measurements taken, by phase: Successful, Failed, Inconclusive, Error.",
+	}, []string{"phase"})
+	AnalysisQueryDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "podset_operator_analysis_query_duration_seconds",
+		Help:    "How long Prometheus took to answer a canary analysis query, errors and timeouts included.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	})
 )
 
 // controllerCollectors are the counters, in documentation order.
 var controllerCollectors = []prometheus.Collector{
 	PodCreates, PodDeletes, PodsAdopted, PodsReleased, ExpectationsExpired, PodCacheBehind, PodEventsLagging, StatusWritesSkipped, Rollbacks,
+	AnalysisMeasurements, AnalysisQueryDuration,
 }
 
 func init() {
@@ -191,10 +204,34 @@ func (m *PodSetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, ps := range podSets {
+		if state, ok := canaryState(ps); ok {
+			ch <- prometheus.MustNewConstMetric(descStatusCanaryStep, prometheus.GaugeValue, float64(ps.Status.Canary.Step), ps.Namespace, ps.Name, state)
+		}
+	}
+	for _, ps := range podSets {
 		if rb := ps.Status.AutoRollback; rb != nil && rb.Revision != "" {
 			ch <- prometheus.MustNewConstMetric(descStatusAutoRollback, prometheus.GaugeValue, 1, ps.Namespace, ps.Name, strconv.FormatBool(rb.Stopped), rb.Trigger)
 		}
 	}
+}
+
+// canaryState is the state of a PodSet's canary rollout under way: the
+// Progressing condition's reason while it is one of a canary's.
+func canaryState(ps *appv1alpha1.PodSet) (string, bool) {
+	c := ps.Status.Canary
+	if c == nil || c.Revision != ps.Status.UpdateRevision {
+		return "", false
+	}
+	p := meta.FindStatusCondition(ps.Status.Conditions, appv1alpha1.ConditionProgressing)
+	if p == nil {
+		return "", false
+	}
+	switch p.Reason {
+	case appv1alpha1.ReasonCanaryStep, appv1alpha1.ReasonCanaryPaused, appv1alpha1.ReasonAnalysisInconclusive,
+		appv1alpha1.ReasonAnalysisError, appv1alpha1.ReasonInvalidAnalysis:
+		return p.Reason, true
+	}
+	return "", false
 }
 
 // podSetConditionTypes are the conditions reported for every PodSet, set or
@@ -225,6 +262,10 @@ func Docs() ([]Doc, error) {
 	// gathered too.
 	rolledBack := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sample"}}
 	rolledBack.Status.AutoRollback = &appv1alpha1.AutoRollbackStatus{Revision: "sample-1", Trigger: "RestartLimit"}
+	// ... and at a canary's step, for the canary's series.
+	rolledBack.Status.UpdateRevision = "sample-2"
+	rolledBack.Status.Canary = &appv1alpha1.CanaryStatus{Revision: "sample-2", Step: 1}
+	rolledBack.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionProgressing, Status: metav1.ConditionUnknown, Reason: appv1alpha1.ReasonCanaryPaused}}
 	if err := store.Add(rolledBack); err != nil {
 		return nil, err
 	}
@@ -246,7 +287,7 @@ func Docs() ([]Doc, error) {
 			return nil, err
 		}
 	}
-	for _, vec := range []*prometheus.CounterVec{PodCreates, PodDeletes, StatusWritesSkipped, Rollbacks} {
+	for _, vec := range []*prometheus.CounterVec{PodCreates, PodDeletes, StatusWritesSkipped, Rollbacks, AnalysisMeasurements} {
 		vec.WithLabelValues("sample").Add(0)
 		defer vec.DeleteLabelValues("sample")
 	}

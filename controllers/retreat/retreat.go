@@ -57,6 +57,12 @@ const (
 	// CreateContainerConfigError or CreateContainerError (a missing
 	// ConfigMap or Secret key, a bad command) longer than the grace period.
 	CreateContainerFailure Trigger = "CreateContainerFailure"
+	// AnalysisFailed: a canary analysis failed more measurements than its
+	// failureLimit.
+	AnalysisFailed Trigger = "AnalysisFailed"
+	// Aborted: the user aborted the rollout
+	// (app.example.com/rollout-abort).
+	Aborted Trigger = "Aborted"
 )
 
 // waitingTriggers maps the kubelet's waiting reasons that only a change of

@@ -59,6 +59,26 @@ type Observed struct {
 	TargetRevision string
 	// Rollback is what auto-rollback decided.
 	Rollback Rollback
+	// Canary is where the canary steps stand; nil when the PodSet has
+	// none (spec.updateStrategy.rollingUpdate.canary).
+	Canary *Canary
+}
+
+// Canary is where a canary rollout stands (controllers/canary), as the
+// status reports it.
+type Canary struct {
+	// Status is the status.canary to report.
+	Status *appv1alpha1.CanaryStatus
+	// Done: every step is done, and the rollout goes on as one without
+	// steps.
+	Done bool
+	// Paused: the current step is a pause.
+	Paused bool
+	// Hold is ReasonAnalysisInconclusive or ReasonAnalysisError when an
+	// analysis reached its limit and holds the rollout.
+	Hold string
+	// Invalid says which analysis cannot run as written, and why.
+	Invalid string
 }
 
 // Rollback is what auto-rollback decided, as the status reports it.
@@ -85,6 +105,10 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 		status.CurrentRevision = observed.CurrentRevision
 		status.CollisionCount = observed.CollisionCount
 		status.AutoRollback = observed.Rollback.Status
+		status.Canary = nil
+		if observed.Canary != nil {
+			status.Canary = observed.Canary.Status
+		}
 	}
 
 	// Conditions carry now as their transition time; SetStatusCondition
@@ -92,7 +116,9 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 	transition := metav1.NewTime(now)
 	in := observed.Rollout
 	paused := in != nil && !in.Strategy.OnDelete && in.Strategy.Paused
-	complete := in != nil && rollout.Complete(*in)
+	// A canary rollout is complete only once its last step is done: before,
+	// the partition of its step keeps pods on the old revision.
+	complete := in != nil && rollout.Complete(*in) && (observed.Canary == nil || observed.Canary.Done)
 	if progressed(ps, prev, status, paused, complete) {
 		status.LastProgressTime = &transition
 	}
@@ -108,6 +134,9 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 		noRoom:   in != nil && in.Strategy.InPlaceOnly && in.Strategy.MaxUnavailable == 0 && in.OldInPlace.Live > 0,
 		deadline: progressDeadline(ps),
 		now:      now,
+	}
+	if c := observed.Canary; c != nil && !c.Done {
+		facts.canary = c
 	}
 	// Set once: a condition set twice in one computation would take now
 	// as its transition time each time, and the status would never be
@@ -196,7 +225,29 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 		cur.ReadyReplicas > prev.ReadyReplicas ||
 		cur.AvailableReplicas > prev.AvailableReplicas ||
 		cur.Replicas-cur.UpdatedReplicas < prev.Replicas-prev.UpdatedReplicas ||
-		distance(cur.Replicas) < distance(prev.Replicas)
+		distance(cur.Replicas) < distance(prev.Replicas) ||
+		// A canary step begun, or a measurement taken, is progress: an
+		// analysis moves no pod for as long as it measures.
+		canaryMoved(prev.Canary, cur.Canary)
+}
+
+// canaryMoved reports whether the canary moved on from prev to cur: a step
+// begun, or a measurement taken.
+func canaryMoved(prev, cur *appv1alpha1.CanaryStatus) bool {
+	if cur == nil {
+		return false
+	}
+	if prev == nil || prev.Revision != cur.Revision || prev.Step != cur.Step {
+		return true
+	}
+	taken := func(c *appv1alpha1.CanaryStatus) int32 {
+		var n int32
+		for _, a := range c.Analyses {
+			n += a.Successful + a.Failed + a.Inconclusive + a.Errors
+		}
+		return n
+	}
+	return taken(cur) > taken(prev)
 }
 
 // DefaultProgressDeadlineSeconds is the default of
@@ -251,7 +302,9 @@ type progressFacts struct {
 	keptWhy string
 	// noRoom: InPlaceOnly with maxUnavailable 0 can take no pod out of
 	// service to update it.
-	noRoom   bool
+	noRoom bool
+	// canary is where the canary steps stand, while some are left.
+	canary   *Canary
 	deadline time.Duration
 	now      time.Time
 }
@@ -269,10 +322,23 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		LastTransitionTime: transition,
 	}
 	desired := f.desired
+	var step string
+	if f.canary != nil && f.canary.Status != nil {
+		step = f.canary.Status.Message
+	}
 	switch {
 	case f.paused:
 		c.Status, c.Reason = metav1.ConditionUnknown, appv1alpha1.ReasonPaused
 		c.Message = fmt.Sprintf("rollout paused: %d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision)
+	case f.canary != nil && f.canary.Invalid != "":
+		c.Status, c.Reason = metav1.ConditionFalse, appv1alpha1.ReasonInvalidAnalysis
+		c.Message = "the canary's analysis cannot run as written: " + f.canary.Invalid
+	case f.canary != nil && f.canary.Hold != "":
+		c.Status, c.Reason = metav1.ConditionUnknown, f.canary.Hold
+		c.Message = step + "; held until `kubectl podset rollout promote` or `abort`"
+	case f.canary != nil && f.canary.Paused:
+		c.Status, c.Reason = metav1.ConditionUnknown, appv1alpha1.ReasonCanaryPaused
+		c.Message = step
 	case f.complete:
 		c.Reason = appv1alpha1.ReasonNewRevisionAvailable
 		c.Message = fmt.Sprintf("all %d pods run revision %s and are available", desired, status.UpdateRevision)
@@ -283,6 +349,9 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		c.Status, c.Reason = metav1.ConditionFalse, appv1alpha1.ReasonProgressDeadlineExceeded
 		c.Message = fmt.Sprintf("no progress for %s: %d of %d pods exist, %d updated, %d available",
 			f.deadline, status.Replicas, desired, status.UpdatedReplicas, status.AvailableReplicas) + f.stuckNote()
+	case f.canary != nil:
+		c.Reason = appv1alpha1.ReasonCanaryStep
+		c.Message = step + fmt.Sprintf(" (%d of %d pods run revision %s)", status.UpdatedReplicas, desired, status.UpdateRevision) + f.stuckNote()
 	case status.Replicas < desired:
 		c.Reason = appv1alpha1.ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)

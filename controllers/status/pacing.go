@@ -47,7 +47,10 @@ func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, ou
 		// What auto-rollback decides and returns to: a later reconcile,
 		// or another replica, must act on it.
 		!equality.Semantic.DeepEqual(computed.AutoRollback, current.AutoRollback) ||
-		computed.LastCompletedRevision != current.LastCompletedRevision
+		computed.LastCompletedRevision != current.LastCompletedRevision ||
+		// Where the canary stands, and its measurements: a new leader
+		// resumes from what the status says.
+		!equality.Semantic.DeepEqual(computed.Canary, current.Canary)
 }
 
 // DeadlineJustExceeded reports whether the computed status is the one that

@@ -48,6 +48,31 @@ func TestHealthBeforeAndBesideTheConditions(t *testing.T) {
 				cond("Reconciling", "True", "Paused", "rollout paused: 1 of 3 pods run revision web-2"),
 			}},
 		}, Suspended},
+		{"canary pause step", map[string]any{
+			"metadata": meta(3, nil),
+			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{
+				cond("Reconciling", "True", "CanaryPaused", "step 2 of 4: paused until promoted"),
+			}},
+		}, Suspended},
+		{"canary analysis held", map[string]any{
+			"metadata": meta(3, nil),
+			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{
+				cond("Reconciling", "True", "AnalysisInconclusive", "step 2 of 4: analysis Inconclusive; held"),
+			}},
+		}, Suspended},
+		{"canary step under way", map[string]any{
+			"metadata": meta(3, nil),
+			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{
+				cond("Reconciling", "True", "CanaryStep", "step 2 of 4: analysis Running"),
+			}},
+		}, Progressing},
+		{"canary analysis failed", map[string]any{
+			"metadata": meta(3, nil),
+			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{
+				cond("Reconciling", "False", "Stalled", "stalled"),
+				cond("Stalled", "True", "RolledBack", "revision web-2 failed (AnalysisFailed: ...)"),
+			}},
+		}, Degraded},
 		{"stalled", map[string]any{
 			"metadata": meta(3, nil),
 			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{

@@ -2,8 +2,10 @@
 -- the operator sets for kstatus (Reconciling, Stalled), so that Argo CD
 -- judges a PodSet as Flux, Helm and kpt do, and as Argo CD judges a
 -- Deployment: Healthy once the pods match the spec, Suspended while the
--- rollout is paused, Degraded when it cannot go on without someone acting,
--- Progressing otherwise.
+-- rollout is paused (also by a canary's pause step, or an analysis that
+-- holds it until promoted, as Argo CD judges a paused Argo Rollout),
+-- Degraded when it cannot go on without someone acting (a failed analysis
+-- retreats, and says so in Stalled), Progressing otherwise.
 local hs = {}
 if obj.metadata.deletionTimestamp ~= nil then
   hs.status = "Progressing"
@@ -38,7 +40,8 @@ if reconciling == nil then
   return hs
 end
 if reconciling.status == "True" then
-  if reconciling.reason == "Paused" then
+  if reconciling.reason == "Paused" or reconciling.reason == "CanaryPaused" or
+     reconciling.reason == "AnalysisInconclusive" or reconciling.reason == "AnalysisError" then
     hs.status = "Suspended"
   else
     hs.status = "Progressing"

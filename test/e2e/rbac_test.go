@@ -37,6 +37,10 @@ var unusedButRequired = map[string]string{
 	// is missing; the audit log records it as patch.
 	"admissionregistration.k8s.io/validatingadmissionpolicies:create":       "server-side apply creating the admission policy (audited as patch)",
 	"admissionregistration.k8s.io/validatingadmissionpolicybindings:create": "server-side apply creating the policy's binding (audited as patch)",
+	// The tenancy port of OpenShift's Thanos querier authorizes a canary
+	// analysis's query for a namespace by a SubjectAccessReview of it; the
+	// operator never requests pod metrics of the API server.
+	"metrics.k8s.io/pods:get": "checked by the Thanos querier's tenancy proxy for canary analyses",
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the check reads.

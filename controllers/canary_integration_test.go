@@ -1,0 +1,226 @@
+package controllers
+
+// Integration tests of canary steps (spec.updateStrategy.rollingUpdate.canary):
+// the partition each step holds, pauses timed and until promoted, an
+// analysis with no Prometheus to query, an analysis that cannot run as
+// written, and an abort.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+)
+
+func TestIntegrationCanaryStepsHoldThePartitionUntilPromoted(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "steps", 4, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		canaryWith(
+			appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1)},
+			appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{}},
+			appv1alpha1.CanaryStep{UpdatedPercent: ptr.To[int32](50)},
+			appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{DurationSeconds: ptr.To[int32](2)}},
+		)(ps)
+		ru := ps.Spec.UpdateStrategy.RollingUpdate
+		ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+	})
+	startFakeKubelet(ctx, t, ns)
+	// The first revision has nothing to compare with: no step applies.
+	waitForRolledOut(g, ps, 4)
+	g.Expect(getPodSet(g, ps).Status.Canary).To(BeNil())
+	old := getPodSet(g, ps).Status.UpdateRevision
+
+	setImage(g, ps, "registry.example.com/web:2")
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(update).NotTo(Equal(old))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(1))
+		g.Expect(st.Canary).NotTo(BeNil())
+		g.Expect(st.Canary.Revision).To(Equal(update))
+		g.Expect(st.Canary.Step).To(BeEquivalentTo(1))
+		g.Expect(st.Canary.Message).To(Equal("step 2 of 4: paused until promoted"))
+		g.Expect(condition(st, appv1alpha1.ConditionProgressing)).To(HaveField("Status", metav1.ConditionUnknown))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonCanaryPaused))
+		// kstatus: in progress, not stalled.
+		g.Expect(condition(st, appv1alpha1.ConditionReconciling)).To(HaveField("Status", metav1.ConditionTrue))
+		g.Expect(condition(st, appv1alpha1.ConditionStalled)).To(HaveField("Status", metav1.ConditionFalse))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(1), "a pause moves no pod")
+		g.Expect(st.LastCompletedRevision).To(Equal(old))
+		g.Expect(listLivePods(g, ps)).To(HaveLen(4))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	// A promotion of another step, or of another revision, does nothing.
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, old+"/1")
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, update+"/0")
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.Canary.Step).To(BeEquivalentTo(1))
+	}, time.Second, poll).Should(Succeed())
+
+	// Promoted: half the pods, a pause of 2 s, then every pod.
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, 1))
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.Canary.Step).To(BeNumerically(">=", 3))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeNumerically(">=", 2))
+	}, eventually, poll).Should(Succeed())
+	waitForRolledOut(g, ps, 4)
+	st := getPodSet(g, ps).Status
+	g.Expect(st.Canary.Step).To(BeEquivalentTo(4), "every step done")
+	g.Expect(st.LastCompletedRevision).To(Equal(update))
+	g.Expect(st.CurrentRevision).To(Equal(update))
+}
+
+func TestIntegrationCanaryAnalysisWithNoPrometheusHoldsUntilPromoted(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	// The suite's manager has no Prometheus configured.
+	ps := createPodSet(t, ns, "unmeasured", 3, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		canaryWith(
+			appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1)},
+			appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{
+				Query:            `sum(rate(http_requests_total{code=~"5..",controller_revision_hash="{{canaryHash}}"}[{{interval}}]))`,
+				SuccessCondition: "result < 0.01",
+			}},
+		)(ps)
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 3)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(st.Canary).NotTo(BeNil())
+		g.Expect(st.Canary.Step).To(BeEquivalentTo(1))
+		g.Expect(st.Canary.Analyses).To(HaveLen(1))
+		run := st.Canary.Analyses[0]
+		g.Expect(run.Name).To(Equal("steps[1]"))
+		g.Expect(run.Phase).To(Equal("Error"))
+		g.Expect(run.Message).To(ContainSubstring("--analysis-prometheus-url"))
+		g.Expect(run.Query).To(ContainSubstring(fmt.Sprintf(`namespace=%q`, ns)), "the query as it would be sent, confined")
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonAnalysisError))
+		g.Expect(condition(st, appv1alpha1.ConditionProgressing)).To(HaveField("Status", metav1.ConditionUnknown))
+		g.Expect(condition(st, appv1alpha1.ConditionStalled)).To(HaveField("Status", metav1.ConditionFalse))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held analysis never promotes")
+	}, 2*time.Second, poll).Should(Succeed())
+
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, 1))
+	waitForRolledOut(g, ps, 3)
+	g.Expect(getPodSet(g, ps).Status.Canary.Step).To(BeEquivalentTo(2))
+}
+
+func TestIntegrationCanaryAnalysisThatCannotRunStallsNamingTheField(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "nosy", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		canaryWith(
+			appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1)},
+			appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{
+				Query:            `sum(rate(http_requests_total{namespace="kube-system"}[1m]))`,
+				SuccessCondition: "result < 0.01",
+			}},
+		)(ps)
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 2)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonInvalidAnalysis))
+		c := condition(st, appv1alpha1.ConditionProgressing)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("spec.updateStrategy.rollingUpdate.canary.steps[1].analysis.query: the query selects series outside its PodSet's namespace"))
+		g.Expect(condition(st, appv1alpha1.ConditionStalled)).To(HaveField("Status", metav1.ConditionTrue))
+		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
+
+	// Mended, the analysis runs (and holds, with no Prometheus here).
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"canary":{"steps":[{"updatedReplicas":1},{"analysis":{"query":"sum(rate(http_requests_total[1m]))","successCondition":"result < 0.01"}}]}}}}}`)
+	g.Eventually(func(g Gomega) {
+		g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonAnalysisError))
+	}, eventually, poll).Should(Succeed())
+}
+
+func TestIntegrationCanaryAbortRetreatsWithoutAutoRollback(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "aborted", 3, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		canaryWith(
+			appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1)},
+			appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{}},
+		)(ps)
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 3)
+	old := getPodSet(g, ps).Status.UpdateRevision
+
+	setImage(g, ps, "registry.example.com/web:2")
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonCanaryPaused))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
+
+	annotate(g, ps, appv1alpha1.AnnotationRolloutAbort, update)
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).NotTo(BeNil())
+		g.Expect(st.AutoRollback.Trigger).To(Equal("Aborted"))
+		g.Expect(st.AutoRollback.FailedRevision).To(Equal(update))
+		g.Expect(st.AutoRollback.Revision).To(Equal(old))
+		g.Expect(st.AutoRollback.Complete).To(BeTrue())
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonRolledBack))
+		g.Expect(st.UpdatedReplicas).To(BeZero(), "every pod back on the old revision")
+		g.Expect(st.AvailableReplicas).To(BeEquivalentTo(3))
+	}, eventually, poll).Should(Succeed())
+	// Held there: the spec still asks for the aborted revision.
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeZero())
+	}, 2*time.Second, poll).Should(Succeed())
+}
+
+// annotate sets an annotation on a PodSet.
+func annotate(g Gomega, ps *appv1alpha1.PodSet, key, value string) {
+	patchSpec(g, ps, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
+}
+
+// condition is the PodSet status's condition of type t; nil when absent.
+func condition(st appv1alpha1.PodSetStatus, t string) *metav1.Condition {
+	return meta.FindStatusCondition(st.Conditions, t)
+}

@@ -1,0 +1,384 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/analysis"
+	"github.com/example/podset-operator/controllers/canary"
+	"github.com/example/podset-operator/controllers/retreat"
+	"github.com/example/podset-operator/controllers/status"
+)
+
+// Defaults of an analysis's fields, for objects that did not go through the
+// API server's defaulting, and of count, which the schema leaves unset.
+const (
+	DefaultAnalysisIntervalSeconds       = 60
+	DefaultAnalysisCount                 = 5
+	DefaultAnalysisConsecutiveErrorLimit = 4
+	// DefaultAnalysisNamespaceLabel is the label a series' namespace is in
+	// (--analysis-namespace-label).
+	DefaultAnalysisNamespaceLabel = "namespace"
+	// maxMeasurementsKept is how many measurements status keeps per run.
+	maxMeasurementsKept = 10
+	// maxRunQuery bounds the query a run's status shows.
+	maxRunQuery = 8192
+)
+
+// advanceCanary is the canary's phase (docs/canary-analysis.md). It moves
+// the steps on as far as the pods, the step's analysis and a promotion
+// allow (canary.Advance), and holds the pods that the current step does not
+// move on the old revision, by raising the partition that the scaling
+// phase reads. It takes the analysis's result from the runner, records it,
+// and submits the next measurement when it is due. A failed analysis, or
+// an abort, is a failure that decideRollback, next, retreats from.
+//
+// Where the steps stand is kept in status.canary, and in the record until
+// a status write carries it, so that a new leader goes on from there.
+func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) error {
+	ps, rs := s.podSet, &s.revisions
+	s.canary, s.canaryPartition, s.canaryFailure, s.canaryCheckIn = nil, nil, nil, 0
+	spec := canaryOf(ps)
+	if spec == nil || rs.Update == nil || s.rollout == nil || ps.DeletionTimestamp != nil {
+		s.record.canary = nil
+		r.forgetRuns(ps)
+		return nil
+	}
+	now := time.Now()
+	prev := s.record.canary
+	if prev == nil {
+		prev = ps.Status.Canary
+	}
+	kept := prev
+	if kept != nil && kept.Revision != rs.Update.Name {
+		kept = nil
+	}
+	// Nothing to compare a canary with (the first revision), a revision
+	// that already completed (an undo, or a rollout done), or a rollout
+	// retreating from this revision: no step applies, and the status
+	// keeps what it said.
+	if lc := ps.Status.LastCompletedRevision; lc == "" || lc == rs.Update.Name || r.retreatingFrom(s, rs.Update.Name) {
+		s.canary = &status.Canary{Status: kept, Done: true}
+		s.record.canary = kept
+		r.forgetRuns(ps)
+		return nil
+	}
+
+	cur := kept.DeepCopy()
+	if cur == nil {
+		r.forgetRuns(ps)
+		cur = &appv1alpha1.CanaryStatus{Revision: rs.Update.Name, StepStartTime: metav1.NewTime(now)}
+	}
+	steps := canarySteps(spec)
+	o := canary.Observed{
+		Revision:         rs.Update.Name,
+		Replicas:         ps.DesiredReplicas(),
+		Partition:        ptr.Deref(spec.partition, 0),
+		UpdatedAvailable: int32(s.rollout.Input.Updated.Available), //nolint:gosec // at most replicas + maxSurge
+		Promotion:        s.promotion(r),
+		Now:              now,
+	}
+	report := &status.Canary{}
+	var runWait time.Duration
+	if i := int(cur.Step); i < len(steps) && steps[i].Analysis {
+		run := r.measureStep(s, cur, i, spec.Steps[i].Analysis, now)
+		runWait = run.wait
+		report.Invalid = run.invalid
+		switch {
+		case run.phase == analysis.RunSuccessful || (run.dryRun && run.phase.Done()):
+			o.Analysis = canary.AnalysisSuccessful
+		case run.dryRun:
+		case run.phase == analysis.RunFailed:
+			s.canaryFailure = &retreat.Failure{Trigger: retreat.AnalysisFailed, Detail: run.failure}
+		case run.phase == analysis.RunInconclusive:
+			report.Hold = appv1alpha1.ReasonAnalysisInconclusive
+		case run.phase == analysis.RunError:
+			report.Hold = appv1alpha1.ReasonAnalysisError
+		}
+		if report.Hold != "" && o.Promotion != nil && o.Promotion.Step == i && !o.Promotion.Full {
+			// The person the hold waits for has promoted the step.
+			report.Hold = ""
+		}
+		if o.Analysis == "" {
+			o.Analysis = canary.AnalysisPhase(run.phase)
+		}
+	}
+	if s.aborted(rs.Update.Name) {
+		s.canaryFailure = &retreat.Failure{Trigger: retreat.Aborted,
+			Detail: fmt.Sprintf("the rollout was aborted (%s) at step %d of %d", appv1alpha1.AnnotationRolloutAbort, cur.Step+1, len(steps))}
+	}
+	progress := canary.Progress{Revision: cur.Revision, Step: int(cur.Step), StepStarted: cur.StepStartTime.Time}
+	o.Hold = report.Hold != "" || report.Invalid != ""
+	d, err := canary.Advance(steps, progress, o)
+	if err != nil {
+		report.Invalid = fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.%v", err)
+		d = canary.Decision{Progress: progress, Partition: o.Replicas}
+	}
+	if d.Progress.Step != int(cur.Step) || d.Progress.Revision != cur.Revision {
+		cur.Step, cur.StepStartTime = int32(d.Progress.Step), metav1.NewTime(d.Progress.StepStarted) //nolint:gosec // at most 32 steps
+		if i := d.Progress.Step; i < len(steps) && steps[i].Analysis {
+			// A new analysis step's run begins with the step; the
+			// measurement is due an interval later (wakes below).
+			run := r.measureStep(s, cur, i, spec.Steps[i].Analysis, now)
+			runWait, report.Invalid = run.wait, run.invalid
+		}
+	}
+	cur.Message = d.Waiting
+	if report.Invalid != "" {
+		cur.Message = "cannot run: " + report.Invalid
+	}
+	report.Status, report.Done, report.Paused = cur, d.Done, d.Paused
+	s.canary, s.record.canary = report, cur
+	if !d.Done {
+		// The step's partition: the pods it does not move stay where they
+		// are.
+		s.canaryPartition = ptr.To(int(d.Partition))
+		s.holdCanaryPartition()
+	}
+	s.canaryCheckIn = runWait
+	if !d.WakeAt.IsZero() {
+		if w := max(d.WakeAt.Sub(now), time.Millisecond); s.canaryCheckIn == 0 || w < s.canaryCheckIn {
+			s.canaryCheckIn = w
+		}
+	}
+	return nil
+}
+
+// runOutcome is what one reconcile made of an analysis run.
+type runOutcome struct {
+	phase   analysis.RunPhase
+	dryRun  bool
+	failure string
+	invalid string
+	// wait is how long until the next measurement is due; 0 when none is.
+	wait time.Duration
+}
+
+// measureStep looks after the run of step i's analysis a in cur: it
+// starts the run, takes in the runner's last measurement, judges the run,
+// and submits the next measurement when it is due.
+func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanaryStatus, i int, a *appv1alpha1.Analysis, now time.Time) runOutcome {
+	ps, rs := s.podSet, &s.revisions
+	name := fmt.Sprintf("steps[%d]", i)
+	path := "spec.updateStrategy.rollingUpdate.canary." + name + ".analysis"
+	run := runNamed(cur, name)
+	if run == nil {
+		// A new step's run replaces the last step's.
+		r.forgetRuns(ps)
+		cur.Analyses = []appv1alpha1.AnalysisRunStatus{{Name: name, Phase: string(analysis.Running), DryRun: a.DryRun, StartTime: metav1.NewTime(now)}}
+		run = &cur.Analyses[0]
+	}
+	out := runOutcome{phase: analysis.RunPhase(run.Phase), dryRun: run.DryRun}
+	if out.phase.Done() {
+		return out
+	}
+	interval := time.Duration(ptr.Deref(a.IntervalSeconds, DefaultAnalysisIntervalSeconds)) * time.Second
+	query, err := analysis.Render(a.Query, analysis.Vars{
+		Namespace: ps.Namespace, Name: ps.Name, CanaryHash: rs.UpdateHash, StableHash: rs.CurrentHash,
+		Interval: fmt.Sprintf("%ds", int(interval.Seconds())),
+	})
+	if err != nil {
+		out.invalid = path + ".query: " + err.Error()
+		return out
+	}
+	confined, err := analysis.Confine(query, r.namespaceLabel(), ps.Namespace)
+	if err != nil {
+		out.invalid = path + ".query: " + err.Error()
+		return out
+	}
+	conditions, err := analysis.CompileConditions(a.SuccessCondition, a.FailureCondition)
+	if err != nil {
+		out.invalid = path + "." + err.Error()
+		return out
+	}
+	run.Query = status.Truncate(confined, maxRunQuery)
+	limits := analysis.Limits{
+		Count:                 ptr.Deref(a.Count, DefaultAnalysisCount),
+		FailureLimit:          ptr.Deref(a.FailureLimit, 0),
+		InconclusiveLimit:     ptr.Deref(a.InconclusiveLimit, 0),
+		ConsecutiveErrorLimit: ptr.Deref(a.ConsecutiveErrorLimit, DefaultAnalysisConsecutiveErrorLimit),
+	}
+	key := runKey(ps, name)
+	if r.analysisRunner == nil {
+		run.Phase, run.Message = string(analysis.RunError), "no Prometheus to query: the cluster admin sets the manager's --analysis-prometheus-url"
+		out.phase = analysis.RunError
+		return out
+	}
+	if res, ok := r.analysisRunner.Collect(key); ok {
+		last := lastMeasurement(run)
+		if last == nil || res.Due.After(last.Time.Time) {
+			recordMeasurement(run, res)
+		}
+	}
+	tally := analysis.Tally{Successful: run.Successful, Failed: run.Failed, Inconclusive: run.Inconclusive, Errors: run.Errors, ConsecutiveErrors: run.ConsecutiveErrors}
+	phase, message := tally.Phase(limits)
+	run.Phase, run.Message, out.phase = string(phase), message, phase
+	if phase.Done() {
+		r.analysisRunner.Forget(key)
+		if phase == analysis.RunFailed {
+			last := ""
+			if m := lastMeasurement(run); m != nil {
+				last = "; last measurement: " + m.Message
+			}
+			out.failure = fmt.Sprintf("analysis of step %d failed: %s%s; query: %s", i+1, message, last, confined)
+		}
+		return out
+	}
+	var lastAt time.Time
+	if m := lastMeasurement(run); m != nil {
+		lastAt = m.Time.Time
+	}
+	due := analysis.NextMeasurement(run.StartTime.Time, lastAt, time.Duration(ptr.Deref(a.InitialDelaySeconds, 0))*time.Second, interval)
+	if now.Before(due) {
+		out.wait = due.Sub(now)
+		return out
+	}
+	r.analysisRunner.Submit(analysis.Request{Key: key, Due: now, Namespace: ps.Namespace, Query: query, Conditions: conditions})
+	// The result wakes the PodSet; this is the wake-up should it not come
+	// (the run forgotten meanwhile).
+	out.wait = interval
+	return out
+}
+
+// recordMeasurement adds a measurement to run: its tally, and the last
+// measurements kept.
+func recordMeasurement(run *appv1alpha1.AnalysisRunStatus, res analysis.Result) {
+	m := res.Measurement
+	run.Measurements = append(run.Measurements, appv1alpha1.Measurement{
+		Phase: string(m.Phase), Value: m.Value, Time: metav1.NewTime(res.Due), Message: m.Message,
+	})
+	if n := len(run.Measurements); n > maxMeasurementsKept {
+		run.Measurements = append([]appv1alpha1.Measurement(nil), run.Measurements[n-maxMeasurementsKept:]...)
+	}
+	t := analysis.Tally{Successful: run.Successful, Failed: run.Failed, Inconclusive: run.Inconclusive, Errors: run.Errors, ConsecutiveErrors: run.ConsecutiveErrors}.Add(m.Phase)
+	run.Successful, run.Failed, run.Inconclusive, run.Errors, run.ConsecutiveErrors = t.Successful, t.Failed, t.Inconclusive, t.Errors, t.ConsecutiveErrors
+}
+
+func lastMeasurement(run *appv1alpha1.AnalysisRunStatus) *appv1alpha1.Measurement {
+	if len(run.Measurements) == 0 {
+		return nil
+	}
+	return &run.Measurements[len(run.Measurements)-1]
+}
+
+func runNamed(c *appv1alpha1.CanaryStatus, name string) *appv1alpha1.AnalysisRunStatus {
+	for i := range c.Analyses {
+		if c.Analyses[i].Name == name {
+			return &c.Analyses[i]
+		}
+	}
+	return nil
+}
+
+// runKey names a PodSet's run for the runner: by UID, so that a PodSet made
+// again under the same name does not take its namesake's result.
+func runKey(ps *appv1alpha1.PodSet, run string) string {
+	return ps.Namespace + "/" + ps.Name + "/" + string(ps.UID) + "/" + run
+}
+
+// podSetOfRun is the PodSet a run key names.
+func podSetOfRun(key string) types.NamespacedName {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) < 2 {
+		return types.NamespacedName{}
+	}
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}
+}
+
+// forgetRuns drops the runner's results of every run of ps.
+func (r *PodSetReconciler) forgetRuns(ps *appv1alpha1.PodSet) {
+	if r.analysisRunner != nil {
+		r.analysisRunner.ForgetPrefix(ps.Namespace + "/" + ps.Name + "/")
+	}
+}
+
+func (r *PodSetReconciler) namespaceLabel() string {
+	if r.AnalysisNamespaceLabel == "" {
+		return DefaultAnalysisNamespaceLabel
+	}
+	return r.AnalysisNamespaceLabel
+}
+
+// retreatingFrom reports whether auto-rollback has retreated from
+// revision: the canary of a failed revision is over.
+func (r *PodSetReconciler) retreatingFrom(s *podSetScope, revision string) bool {
+	rb := s.podSet.Status.AutoRollback
+	if rb == nil {
+		rb = s.record.rollback
+	}
+	return rb != nil && rb.FailedRevision == revision
+}
+
+// canarySpec is the PodSet's canary, with what the steps read of the
+// rolling update beside it.
+type canarySpec struct {
+	*appv1alpha1.Canary
+	partition *int32
+}
+
+// canaryOf is the PodSet's canary, nil when it has none (or the strategy
+// is OnDelete, where the operator replaces no pod for its template).
+func canaryOf(ps *appv1alpha1.PodSet) *canarySpec {
+	us := ps.Spec.UpdateStrategy
+	if us.Type == appv1alpha1.OnDeleteStrategyType || us.RollingUpdate == nil || us.RollingUpdate.Canary == nil {
+		return nil
+	}
+	return &canarySpec{Canary: us.RollingUpdate.Canary, partition: us.RollingUpdate.Partition}
+}
+
+// canarySteps are the spec's steps, as the canary package counts them.
+func canarySteps(c *canarySpec) []canary.Step {
+	steps := make([]canary.Step, 0, len(c.Steps))
+	for _, st := range c.Steps {
+		var step canary.Step
+		switch {
+		case st.UpdatedReplicas != nil:
+			step.UpdatedReplicas = ptr.To(intstr.FromInt32(*st.UpdatedReplicas))
+		case st.UpdatedPercent != nil:
+			step.UpdatedReplicas = ptr.To(intstr.FromString(fmt.Sprintf("%d%%", *st.UpdatedPercent)))
+		case st.Pause != nil:
+			step.Pause = &canary.Pause{}
+			if d := st.Pause.DurationSeconds; d != nil {
+				step.Pause.Duration = ptr.To(time.Duration(*d) * time.Second)
+			}
+		case st.Analysis != nil:
+			step.Analysis = true
+		}
+		steps = append(steps, step)
+	}
+	return steps
+}
+
+// promotion is the promotion the PodSet's app.example.com/rollout-promote
+// annotation asks for, if any. A value that does not parse asks for
+// nothing, and is said in a Warning event once per value.
+func (s *podSetScope) promotion(r *PodSetReconciler) *canary.Promotion {
+	v, ok := s.podSet.Annotations[appv1alpha1.AnnotationRolloutPromote]
+	if !ok {
+		return nil
+	}
+	revision, step, full, err := appv1alpha1.ParseRolloutPromote(v)
+	if err != nil {
+		if s.record.invalidPromote != v {
+			s.record.invalidPromote = v
+			r.Recorder.Eventf(s.podSet, nil, corev1.EventTypeWarning, "InvalidRolloutPromote", "Rollout", "%s", eventNote(err.Error()))
+		}
+		return nil
+	}
+	return &canary.Promotion{Revision: revision, Step: int(step), Full: full}
+}
+
+// aborted reports whether the PodSet's app.example.com/rollout-abort
+// annotation aborts the rollout to revision.
+func (s *podSetScope) aborted(revision string) bool {
+	return s.podSet.Annotations[appv1alpha1.AnnotationRolloutAbort] == revision
+}
