@@ -121,6 +121,12 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 	}
 	d := retreat.Decide(o)
 	s.rollback = rollbackReport(d, prev, o.RetreatComplete, now)
+	if d.Action == retreat.Resume && prev != nil && prev.FailedRevision == rs.Update.Name {
+		// A retry of the revision retreated from: its canary, which the
+		// retreat ended, starts again from the first step, before any
+		// pod moves.
+		r.stepCanary(s, true)
+	}
 	if d.Retried {
 		s.retried = prev
 	}

@@ -54,16 +54,19 @@ func TestIntegrationCanaryStepsHoldThePartitionUntilPromoted(t *testing.T) {
 		g.Expect(st.Canary.Revision).To(Equal(update))
 		g.Expect(st.Canary.Step).To(BeEquivalentTo(1))
 		g.Expect(st.Canary.Message).To(Equal("step 2 of 4: paused until promoted"))
+		g.Expect(st.Replicas).To(BeEquivalentTo(4), "the surge pod's old one gone")
 		g.Expect(condition(st, appv1alpha1.ConditionProgressing)).To(HaveField("Status", metav1.ConditionUnknown))
 		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonCanaryPaused))
 		// kstatus: in progress, not stalled.
 		g.Expect(condition(st, appv1alpha1.ConditionReconciling)).To(HaveField("Status", metav1.ConditionTrue))
 		g.Expect(condition(st, appv1alpha1.ConditionStalled)).To(HaveField("Status", metav1.ConditionFalse))
 	}, eventually, poll).Should(Succeed())
+	written := getPodSet(g, ps).ResourceVersion
 	g.Consistently(func(g Gomega) {
-		st := getPodSet(g, ps).Status
-		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(1), "a pause moves no pod")
-		g.Expect(st.LastCompletedRevision).To(Equal(old))
+		p := getPodSet(g, ps)
+		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a pause moves no pod")
+		g.Expect(p.Status.LastCompletedRevision).To(Equal(old))
+		g.Expect(p.ResourceVersion).To(Equal(written), "a status write with nothing new to say")
 		g.Expect(listLivePods(g, ps)).To(HaveLen(4))
 	}, 2*time.Second, poll).Should(Succeed())
 
@@ -161,14 +164,25 @@ func TestIntegrationCanaryAnalysisThatCannotRunStallsNamingTheField(t *testing.T
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Message).To(ContainSubstring("spec.updateStrategy.rollingUpdate.canary.steps[1].analysis.query: the query selects series outside its PodSet's namespace"))
 		g.Expect(condition(st, appv1alpha1.ConditionStalled)).To(HaveField("Status", metav1.ConditionTrue))
-		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeZero(), "every analysis is checked before any pod moves")
+	}, time.Second, poll).Should(Succeed())
+
+	// Mended, the first step moves its pod and the analysis runs (and
+	// holds, with no Prometheus here).
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"canary":{"steps":[{"updatedReplicas":1},{"analysis":{"query":"sum(rate(http_requests_total[1m]))","successCondition":"result < 0.01"}}]}}}}}`)
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonAnalysisError))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(1))
 	}, eventually, poll).Should(Succeed())
 
-	// Mended, the analysis runs (and holds, with no Prometheus here).
-	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"canary":{"steps":[{"updatedReplicas":1},{"analysis":{"query":"sum(rate(http_requests_total[1m]))","successCondition":"result < 0.01"}}]}}}}}`)
-	g.Eventually(func(g Gomega) {
-		g.Expect(progressingReason(getPodSet(g, ps).Status)).To(Equal(appv1alpha1.ReasonAnalysisError))
-	}, eventually, poll).Should(Succeed())
+	// A full promotion ends the hold, and every step.
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, -1))
+	waitForRolledOut(g, ps, 2)
 }
 
 func TestIntegrationCanaryAbortRetreatsWithoutAutoRollback(t *testing.T) {
@@ -213,6 +227,20 @@ func TestIntegrationCanaryAbortRetreatsWithoutAutoRollback(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeZero())
 	}, 2*time.Second, poll).Should(Succeed())
+
+	// A retry, as `kubectl podset rollout retry` writes it (the abort
+	// cleared): the canary starts afresh from its first step.
+	rb := getPodSet(g, ps).Status.AutoRollback
+	patchSpec(g, ps, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:null}}}`,
+		appv1alpha1.AnnotationRolloutRetry, appv1alpha1.RolloutRetryValue(rb), appv1alpha1.AnnotationRolloutAbort))
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.AutoRollback).To(BeNil())
+		g.Expect(st.Canary.Revision).To(Equal(update))
+		g.Expect(st.Canary.Step).To(BeEquivalentTo(1))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonCanaryPaused))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
 }
 
 // annotate sets an annotation on a PodSet.

@@ -16,6 +16,7 @@ import (
 	"github.com/example/podset-operator/controllers/analysis"
 	"github.com/example/podset-operator/controllers/canary"
 	"github.com/example/podset-operator/controllers/retreat"
+	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/status"
 )
 
@@ -45,33 +46,54 @@ const (
 // Where the steps stand is kept in status.canary, and in the record until
 // a status write carries it, so that a new leader goes on from there.
 func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) error {
+	r.stepCanary(s, false)
+	return nil
+}
+
+// stepCanary is advanceCanary's work. afresh starts the steps again from
+// the first: auto-rollback has just resumed the rollout of the revision it
+// retreated from (a retry), whose canary ended with the retreat.
+func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	ps, rs := s.podSet, &s.revisions
 	s.canary, s.canaryPartition, s.canaryFailure, s.canaryCheckIn = nil, nil, nil, 0
 	spec := canaryOf(ps)
-	if spec == nil || rs.Update == nil || s.rollout == nil || ps.DeletionTimestamp != nil {
+	if spec == nil || rs.Update == nil || ps.DeletionTimestamp != nil {
 		s.record.canary = nil
 		r.forgetRuns(ps)
-		return nil
+		return
 	}
-	now := time.Now()
 	prev := s.record.canary
 	if prev == nil {
 		prev = ps.Status.Canary
 	}
 	kept := prev
-	if kept != nil && kept.Revision != rs.Update.Name {
+	if kept != nil && (kept.Revision != rs.Update.Name || afresh) {
 		kept = nil
 	}
-	// Nothing to compare a canary with (the first revision), a revision
-	// that already completed (an undo, or a rollout done), or a rollout
-	// retreating from this revision: no step applies, and the status
-	// keeps what it said.
-	if lc := ps.Status.LastCompletedRevision; lc == "" || lc == rs.Update.Name || r.retreatingFrom(s, rs.Update.Name) {
+	if s.rollout == nil {
+		// The strategy does not resolve: no pod moves (the scaling phase
+		// says why), and the steps stay where they are.
+		s.canary = &status.Canary{Status: kept}
+		return
+	}
+	// The times status keeps are to the second: a time kept finer in the
+	// record would differ from the stored one on every reconcile.
+	now := time.Now().Truncate(time.Second)
+	retreating, target := r.retreatingFrom(s, rs.Update.Name)
+	retreating = retreating && !afresh
+	// Nothing to compare a canary with (no rollout completed yet), a
+	// rollout that completed, or one that auto-rollback moves back to the
+	// last completed revision: no step applies, and the status keeps what
+	// it said.
+	if lc := ps.Status.LastCompletedRevision; lc == "" || lc == rs.Update.Name || (retreating && target != "") {
 		s.canary = &status.Canary{Status: kept, Done: true}
 		s.record.canary = kept
 		r.forgetRuns(ps)
-		return nil
+		return
 	}
+	// A failure with no completed revision to return to (it was deleted):
+	// the steps hold where they are, and no pod moves on.
+	frozen := retreating
 
 	cur := kept.DeepCopy()
 	if cur == nil {
@@ -87,12 +109,17 @@ func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) erro
 		Promotion:        s.promotion(r),
 		Now:              now,
 	}
-	report := &status.Canary{}
+	promoted := func(i int) bool {
+		pr := o.Promotion
+		return pr != nil && pr.Revision == rs.Update.Name && (pr.Full || pr.Step == i)
+	}
+	// Every analysis is checked before the steps go on, so that a fault
+	// holds the rollout before any pod moves for it.
+	report := &status.Canary{Invalid: r.invalidAnalysis(ps, rs, spec)}
 	var runWait time.Duration
-	if i := int(cur.Step); i < len(steps) && steps[i].Analysis {
+	if i := int(cur.Step); i < len(steps) && steps[i].Analysis && report.Invalid == "" && !frozen {
 		run := r.measureStep(s, cur, i, spec.Steps[i].Analysis, now)
 		runWait = run.wait
-		report.Invalid = run.invalid
 		switch {
 		case run.phase == analysis.RunSuccessful || (run.dryRun && run.phase.Done()):
 			o.Analysis = canary.AnalysisSuccessful
@@ -104,7 +131,7 @@ func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) erro
 		case run.phase == analysis.RunError:
 			report.Hold = appv1alpha1.ReasonAnalysisError
 		}
-		if report.Hold != "" && o.Promotion != nil && o.Promotion.Step == i && !o.Promotion.Full {
+		if report.Hold != "" && promoted(i) {
 			// The person the hold waits for has promoted the step.
 			report.Hold = ""
 		}
@@ -112,24 +139,35 @@ func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) erro
 			o.Analysis = canary.AnalysisPhase(run.phase)
 		}
 	}
+	if pr := o.Promotion; report.Invalid != "" && pr != nil && pr.Revision == rs.Update.Name && pr.Full {
+		// --full skips every remaining analysis, the invalid ones too.
+		report.Invalid = ""
+	}
 	if s.aborted(rs.Update.Name) {
 		s.canaryFailure = &retreat.Failure{Trigger: retreat.Aborted,
 			Detail: fmt.Sprintf("the rollout was aborted (%s) at step %d of %d", appv1alpha1.AnnotationRolloutAbort, cur.Step+1, len(steps))}
 	}
 	progress := canary.Progress{Revision: cur.Revision, Step: int(cur.Step), StepStarted: cur.StepStartTime.Time}
-	o.Hold = report.Hold != "" || report.Invalid != ""
+	o.Hold = report.Hold != "" || report.Invalid != "" || frozen
 	d, err := canary.Advance(steps, progress, o)
 	if err != nil {
 		report.Invalid = fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.%v", err)
 		d = canary.Decision{Progress: progress, Partition: o.Replicas}
 	}
-	if d.Progress.Step != int(cur.Step) || d.Progress.Revision != cur.Revision {
+	if report.Invalid != "" || frozen {
+		// No pod moves, forwards or back, until the spec is mended or
+		// the rollout promoted.
+		d.Partition = max(d.Partition, o.Replicas-int32(s.rollout.Input.Updated.Live)) //nolint:gosec // at most replicas + maxSurge
+	}
+	if d.Progress.Step != int(cur.Step) {
+		if i := int(cur.Step); i < len(steps) && steps[i].Analysis {
+			r.forgetRun(ps, i)
+		}
 		cur.Step, cur.StepStartTime = int32(d.Progress.Step), metav1.NewTime(d.Progress.StepStarted) //nolint:gosec // at most 32 steps
 		if i := d.Progress.Step; i < len(steps) && steps[i].Analysis {
 			// A new analysis step's run begins with the step; the
 			// measurement is due an interval later (wakes below).
-			run := r.measureStep(s, cur, i, spec.Steps[i].Analysis, now)
-			runWait, report.Invalid = run.wait, run.invalid
+			runWait = r.measureStep(s, cur, i, spec.Steps[i].Analysis, now).wait
 		}
 	}
 	cur.Message = d.Waiting
@@ -146,11 +184,45 @@ func (r *PodSetReconciler) advanceCanary(_ context.Context, s *podSetScope) erro
 	}
 	s.canaryCheckIn = runWait
 	if !d.WakeAt.IsZero() {
-		if w := max(d.WakeAt.Sub(now), time.Millisecond); s.canaryCheckIn == 0 || w < s.canaryCheckIn {
+		if w := max(time.Until(d.WakeAt), time.Millisecond); s.canaryCheckIn == 0 || w < s.canaryCheckIn {
 			s.canaryCheckIn = w
 		}
 	}
-	return nil
+}
+
+// invalidAnalysis says which of the spec's analyses cannot run as written,
+// and why, naming its field; "" when all can.
+func (r *PodSetReconciler) invalidAnalysis(ps *appv1alpha1.PodSet, rs *revision.State, spec *canarySpec) string {
+	for i, st := range spec.Steps {
+		if st.Analysis == nil {
+			continue
+		}
+		if _, _, _, err := r.prepareQuery(ps, rs, st.Analysis); err != nil {
+			return fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.steps[%d].analysis.%v", i, err)
+		}
+	}
+	return ""
+}
+
+// prepareQuery renders a's query for the PodSet, confines it to its
+// namespace, and compiles its conditions; the error names the field at
+// fault.
+func (r *PodSetReconciler) prepareQuery(ps *appv1alpha1.PodSet, rs *revision.State, a *appv1alpha1.Analysis) (query, confined string, conditions analysis.Conditions, err error) {
+	interval := time.Duration(ptr.Deref(a.IntervalSeconds, DefaultAnalysisIntervalSeconds)) * time.Second
+	query, err = analysis.Render(a.Query, analysis.Vars{
+		Namespace: ps.Namespace, Name: ps.Name, CanaryHash: rs.UpdateHash, StableHash: rs.CurrentHash,
+		Interval: fmt.Sprintf("%ds", int(interval.Seconds())),
+	})
+	if err != nil {
+		return "", "", conditions, fmt.Errorf("query: %w", err)
+	}
+	if confined, err = analysis.Confine(query, r.namespaceLabel(), ps.Namespace); err != nil {
+		return "", "", conditions, fmt.Errorf("query: %w", err)
+	}
+	if conditions, err = analysis.CompileConditions(a.SuccessCondition, a.FailureCondition); err != nil {
+		return "", "", conditions, err
+	}
+	return query, confined, conditions, nil
 }
 
 // runOutcome is what one reconcile made of an analysis run.
@@ -158,18 +230,17 @@ type runOutcome struct {
 	phase   analysis.RunPhase
 	dryRun  bool
 	failure string
-	invalid string
 	// wait is how long until the next measurement is due; 0 when none is.
 	wait time.Duration
 }
 
 // measureStep looks after the run of step i's analysis a in cur: it
 // starts the run, takes in the runner's last measurement, judges the run,
-// and submits the next measurement when it is due.
-func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanaryStatus, i int, a *appv1alpha1.Analysis, now time.Time) runOutcome {
-	ps, rs := s.podSet, &s.revisions
-	name := fmt.Sprintf("steps[%d]", i)
-	path := "spec.updateStrategy.rollingUpdate.canary." + name + ".analysis"
+// and submits the next measurement when it is due. The analysis is one
+// invalidAnalysis found valid.
+func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanaryStatus, i int, a *appv1alpha1.Analysis, now time.Time) (out runOutcome) {
+	ps := s.podSet
+	name := runName(i)
 	run := runNamed(cur, name)
 	if run == nil {
 		// A new step's run replaces the last step's.
@@ -177,27 +248,19 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 		cur.Analyses = []appv1alpha1.AnalysisRunStatus{{Name: name, Phase: string(analysis.Running), DryRun: a.DryRun, StartTime: metav1.NewTime(now)}}
 		run = &cur.Analyses[0]
 	}
-	out := runOutcome{phase: analysis.RunPhase(run.Phase), dryRun: run.DryRun}
+	out = runOutcome{phase: analysis.RunPhase(run.Phase), dryRun: run.DryRun}
+	// Said whenever the run is found failed, not only by the reconcile
+	// that judged it: the retreat may be decided by a later one.
+	defer func() {
+		if out.phase == analysis.RunFailed {
+			out.failure = runFailure(i, run)
+		}
+	}()
 	if out.phase.Done() {
 		return out
 	}
-	interval := time.Duration(ptr.Deref(a.IntervalSeconds, DefaultAnalysisIntervalSeconds)) * time.Second
-	query, err := analysis.Render(a.Query, analysis.Vars{
-		Namespace: ps.Namespace, Name: ps.Name, CanaryHash: rs.UpdateHash, StableHash: rs.CurrentHash,
-		Interval: fmt.Sprintf("%ds", int(interval.Seconds())),
-	})
+	query, confined, conditions, err := r.prepareQuery(ps, &s.revisions, a)
 	if err != nil {
-		out.invalid = path + ".query: " + err.Error()
-		return out
-	}
-	confined, err := analysis.Confine(query, r.namespaceLabel(), ps.Namespace)
-	if err != nil {
-		out.invalid = path + ".query: " + err.Error()
-		return out
-	}
-	conditions, err := analysis.CompileConditions(a.SuccessCondition, a.FailureCondition)
-	if err != nil {
-		out.invalid = path + "." + err.Error()
 		return out
 	}
 	run.Query = status.Truncate(confined, maxRunQuery)
@@ -224,22 +287,16 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 	run.Phase, run.Message, out.phase = string(phase), message, phase
 	if phase.Done() {
 		r.analysisRunner.Forget(key)
-		if phase == analysis.RunFailed {
-			last := ""
-			if m := lastMeasurement(run); m != nil {
-				last = "; last measurement: " + m.Message
-			}
-			out.failure = fmt.Sprintf("analysis of step %d failed: %s%s; query: %s", i+1, message, last, confined)
-		}
 		return out
 	}
 	var lastAt time.Time
 	if m := lastMeasurement(run); m != nil {
 		lastAt = m.Time.Time
 	}
+	interval := time.Duration(ptr.Deref(a.IntervalSeconds, DefaultAnalysisIntervalSeconds)) * time.Second
 	due := analysis.NextMeasurement(run.StartTime.Time, lastAt, time.Duration(ptr.Deref(a.InitialDelaySeconds, 0))*time.Second, interval)
 	if now.Before(due) {
-		out.wait = due.Sub(now)
+		out.wait = time.Until(due)
 		return out
 	}
 	r.analysisRunner.Submit(analysis.Request{Key: key, Due: now, Namespace: ps.Namespace, Query: query, Conditions: conditions})
@@ -248,6 +305,18 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 	out.wait = interval
 	return out
 }
+
+// runFailure is the failure a failed run reports: the step, why the run
+// failed, its last measurement and the query as sent.
+func runFailure(i int, run *appv1alpha1.AnalysisRunStatus) string {
+	last := ""
+	if m := lastMeasurement(run); m != nil {
+		last = "; last measurement: " + m.Message
+	}
+	return fmt.Sprintf("analysis of step %d failed: %s%s; query: %s", i+1, run.Message, last, run.Query)
+}
+
+func runName(step int) string { return fmt.Sprintf("steps[%d]", step) }
 
 // recordMeasurement adds a measurement to run: its tally, and the last
 // measurements kept.
@@ -296,8 +365,22 @@ func podSetOfRun(key string) types.NamespacedName {
 
 // forgetRuns drops the runner's results of every run of ps.
 func (r *PodSetReconciler) forgetRuns(ps *appv1alpha1.PodSet) {
+	r.forgetRunsOf(types.NamespacedName{Namespace: ps.Namespace, Name: ps.Name})
+}
+
+// forgetRunsOf drops the runner's results of every run of the PodSet nn
+// (also of a namesake's, which a deleted PodSet may have been).
+func (r *PodSetReconciler) forgetRunsOf(nn types.NamespacedName) {
 	if r.analysisRunner != nil {
-		r.analysisRunner.ForgetPrefix(ps.Namespace + "/" + ps.Name + "/")
+		r.analysisRunner.ForgetPrefix(nn.Namespace + "/" + nn.Name + "/")
+	}
+}
+
+// forgetRun drops the runner's result of step i's run, which ended
+// without it (the step was promoted).
+func (r *PodSetReconciler) forgetRun(ps *appv1alpha1.PodSet, i int) {
+	if r.analysisRunner != nil {
+		r.analysisRunner.Forget(runKey(ps, runName(i)))
 	}
 }
 
@@ -308,14 +391,18 @@ func (r *PodSetReconciler) namespaceLabel() string {
 	return r.AnalysisNamespaceLabel
 }
 
-// retreatingFrom reports whether auto-rollback has retreated from
-// revision: the canary of a failed revision is over.
-func (r *PodSetReconciler) retreatingFrom(s *podSetScope, revision string) bool {
+// retreatingFrom reports whether auto-rollback found revision failed, and
+// the revision it returns the pods to ("" when there was none to return
+// to): the canary of a failed revision is over.
+func (r *PodSetReconciler) retreatingFrom(s *podSetScope, revision string) (bool, string) {
 	rb := s.podSet.Status.AutoRollback
 	if rb == nil {
 		rb = s.record.rollback
 	}
-	return rb != nil && rb.FailedRevision == revision
+	if rb == nil || rb.FailedRevision != revision {
+		return false, ""
+	}
+	return true, rb.Revision
 }
 
 // canarySpec is the PodSet's canary, with what the steps read of the

@@ -78,6 +78,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// ownerReferences; only our bookkeeping is left to drop.
 			r.records.forget(req.NamespacedName)
 			r.Expectations.Forget(req.String())
+			r.forgetRunsOf(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -256,10 +256,15 @@ func TestRetry(t *testing.T) {
 	ps = get(g, ps)
 	ps.Status.AutoRollback.Complete = true
 	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	ps = get(g, ps)
+	ps.Annotations = map[string]string{appv1alpha1.AnnotationRolloutAbort: ps.Status.UpdateRevision, appv1alpha1.AnnotationRolloutPromote: ps.Status.UpdateRevision + "/1"}
+	g.Expect(k8s.Update(context.Background(), ps)).To(Succeed())
 	out, err := run(ns, "rollout", "retry", "web")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("podset.app.example.com/web retrying revision " + ps.Status.UpdateRevision + "\n"))
 	g.Expect(get(g, ps).Annotations).To(HaveKeyWithValue(appv1alpha1.AnnotationRolloutRetry, ps.Status.UpdateRevision+"@2026-11-28T07:01:02Z"))
+	g.Expect(get(g, ps).Annotations).NotTo(HaveKey(appv1alpha1.AnnotationRolloutAbort), "a retry clears the canary's abort")
+	g.Expect(get(g, ps).Annotations).NotTo(HaveKey(appv1alpha1.AnnotationRolloutPromote), "and its promotions")
 
 	ps = get(g, ps)
 	ps.Status.UpdateRevision = "web-newer"

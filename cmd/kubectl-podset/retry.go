@@ -17,7 +17,8 @@ func newRetryCommand(o *options) *cobra.Command {
 		Short: "Try again the revision that auto-rollback rolled a PodSet back from",
 		Long: "Sets the app.example.com/rollout-retry annotation to the rollback that status.autoRollback reports, " +
 			"once it completed or stopped: the operator then rolls the pods to the failed revision again, as on its " +
-			"first try, and rolls back again if it fails again. The spec is left as it is; to try another template, " +
+			"first try (a canary's steps from the first, its abort and promotions cleared), and rolls back again if it " +
+			"fails again. The spec is left as it is; to try another template, " +
 			"apply it (or `kubectl podset rollout restart` for new pods of the same one).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,7 +34,11 @@ func newRetryCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{appv1alpha1.AnnotationRolloutRetry: value}}})
+			// A canary's abort and promotions of the revision are for its
+			// last try: the retry starts its steps afresh.
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+				appv1alpha1.AnnotationRolloutRetry: value, appv1alpha1.AnnotationRolloutAbort: nil, appv1alpha1.AnnotationRolloutPromote: nil,
+			}}})
 			if err != nil {
 				return err
 			}

@@ -131,6 +131,9 @@ func Advance(steps []Step, p Progress, o Observed) (Decision, error) {
 			return d.Decision, err
 		}
 		p.Step, p.StepStarted = p.Step+1, o.Now
+		// What was observed of the step's analysis was that step's: the
+		// next analysis step has a run of its own, not yet begun.
+		o.Analysis = ""
 	}
 	return Decision{Progress: p, Partition: o.Partition, Done: true}, nil
 }

@@ -107,6 +107,9 @@ func TestAdvance(t *testing.T) {
 		{name: "a percentage follows a scale-up", steps: []Step{updated(intstr.FromString("10%")), pauseUntilPromoted()},
 			progress: at(0, t0), observed: observed(func(o *Observed) { o.Replicas = 30; o.UpdatedAvailable = 1 }), step: 0, started: t0, partition: 27,
 			waiting: "1 of 3 updated pods available"},
+		{name: "a successful analysis passes its own step only", steps: []Step{updated(intstr.FromInt32(1)), analysisStep(), pauseFor(0), analysisStep(), updated(intstr.FromString("100%"))},
+			progress: at(1, t0), observed: observed(func(o *Observed) { o.UpdatedAvailable = 1; o.Analysis = AnalysisSuccessful }),
+			step: 3, started: t0.Add(time.Hour), partition: 9, waiting: "step 4 of 5: analysis not started"},
 		{name: "zero pauses chain in one call", steps: []Step{pauseFor(0), pauseFor(0), updated(intstr.FromInt32(1))},
 			progress: at(0, t0), observed: observed(nil), step: 2, started: t0.Add(time.Hour), partition: 9},
 	} {

@@ -107,7 +107,7 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 		status.AutoRollback = observed.Rollback.Status
 		status.Canary = nil
 		if observed.Canary != nil {
-			status.Canary = observed.Canary.Status
+			status.Canary = toTheSecond(observed.Canary.Status)
 		}
 	}
 
@@ -229,6 +229,25 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 		// A canary step begun, or a measurement taken, is progress: an
 		// analysis moves no pod for as long as it measures.
 		canaryMoved(prev.Canary, cur.Canary)
+}
+
+// toTheSecond is c with its times to the second, as the API server stores
+// them: a finer time would make every computed status differ from the
+// stored one, and be written again on every reconcile.
+func toTheSecond(c *appv1alpha1.CanaryStatus) *appv1alpha1.CanaryStatus {
+	if c == nil {
+		return nil
+	}
+	c = c.DeepCopy()
+	c.StepStartTime = c.StepStartTime.Rfc3339Copy()
+	for i := range c.Analyses {
+		run := &c.Analyses[i]
+		run.StartTime = run.StartTime.Rfc3339Copy()
+		for j := range run.Measurements {
+			run.Measurements[j].Time = run.Measurements[j].Time.Rfc3339Copy()
+		}
+	}
+	return c
 }
 
 // canaryMoved reports whether the canary moved on from prev to cur: a step

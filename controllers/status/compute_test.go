@@ -530,3 +530,24 @@ func TestReplicaFailureKeepsItsMessageWhileTheFailureGoesOn(t *testing.T) {
 	g.Expect(c.Reason).To(Equal(appv1alpha1.ReasonFailedDelete))
 	g.Expect(c.Message).To(Equal("delete refused"))
 }
+
+// A canary's times are kept to the second, as the API server stores them:
+// a status computed from times finer than that would never equal the stored
+// one, and be written on every reconcile.
+func TestComputeStatusKeepsCanaryTimesToTheSecond(t *testing.T) {
+	g := NewWithT(t)
+	ps := pureStatusInput()
+	fine := metav1.NewTime(time.Date(2026, 12, 6, 6, 20, 39, 123456789, time.UTC))
+	observed := withoutRevisions(ps, nil, operandtest.Now)
+	observed.UpdateRevision = "web-2"
+	observed.Canary = &Canary{Status: &appv1alpha1.CanaryStatus{
+		Revision: "web-2", Step: 1, StepStartTime: fine,
+		Analyses: []appv1alpha1.AnalysisRunStatus{{Name: "steps[1]", StartTime: fine, Measurements: []appv1alpha1.Measurement{{Phase: "Successful", Time: fine}}}},
+	}}
+	st := Compute(ps, nil, observed, Outcome{}, operandtest.Now)
+	whole := metav1.NewTime(fine.Truncate(time.Second))
+	g.Expect(st.Canary.StepStartTime).To(Equal(whole))
+	g.Expect(st.Canary.Analyses[0].StartTime).To(Equal(whole))
+	g.Expect(st.Canary.Analyses[0].Measurements[0].Time).To(Equal(whole))
+	g.Expect(observed.Canary.Status.StepStartTime).To(Equal(fine), "the input was changed")
+}

@@ -49,8 +49,18 @@ func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, ou
 		!equality.Semantic.DeepEqual(computed.AutoRollback, current.AutoRollback) ||
 		computed.LastCompletedRevision != current.LastCompletedRevision ||
 		// Where the canary stands, and its measurements: a new leader
-		// resumes from what the status says.
-		!equality.Semantic.DeepEqual(computed.Canary, current.Canary)
+		// resumes from what the status says. What a step waits for (its
+		// message, which counts pods) is paced as the counts are.
+		!equality.Semantic.DeepEqual(withoutMessage(computed.Canary), withoutMessage(current.Canary))
+}
+
+func withoutMessage(c *appv1alpha1.CanaryStatus) *appv1alpha1.CanaryStatus {
+	if c == nil {
+		return nil
+	}
+	c = c.DeepCopy()
+	c.Message = ""
+	return c
 }
 
 // DeadlineJustExceeded reports whether the computed status is the one that

@@ -43,6 +43,8 @@ const canaryErrorRatio = `sum(rate(http_requests_total{controller_revision_hash=
 //   - v2 answers 30% of requests with 500 while staying Ready: the analysis
 //     fails at its first measurement, the rollout retreats (no autoRollback
 //     set), and no more than the step's one pod ever runs v2;
+//   - a retry of v2 starts its canary afresh: it is measured again, and
+//     fails again;
 //   - v3 answers every request: the analysis succeeds three times, and the
 //     rollout goes on through every step. The operator is killed (SIGKILL)
 //     after the first measurement; the next one goes on from the status
@@ -174,6 +176,27 @@ scrape_configs:
 	// Status times are to the second.
 	step("v2 (30%% 500s): measured %s (%s) %s into the step; retreat decided %s after that measurement; at most %d pod ran v2; %d requests to the v2 server failed from the step's start to the retreat's end",
 		first.Value, first.Phase, first.Time.Sub(stepStart).Round(time.Second), rb.Time.Sub(first.Time.Time), mostUpdated(), load.failedOf("v2")-failedBefore)
+
+	// A retry of v2 (its retreat complete): the canary starts afresh and
+	// measures again, and v2 fails again.
+	Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ctx, ns, name).Status.AutoRollback.Complete).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	retryPatch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, appv1alpha1.AnnotationRolloutRetry, appv1alpha1.RolloutRetryValue(rb))
+	Expect(env.admin.Patch(ctx, &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(retryPatch)))).To(Succeed())
+	retried := time.Now()
+	Eventually(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
+		g.Expect(p.Status.AutoRollback).NotTo(BeNil())
+		g.Expect(p.Status.AutoRollback.Time.After(rb.Time.Time)).To(BeTrue(), "a new retreat")
+		g.Expect(p.Status.AutoRollback.Trigger).To(Equal("AnalysisFailed"))
+		run = p.Status.Canary.Analyses[0]
+		g.Expect(run.Measurements).To(HaveLen(1))
+		g.Expect(run.Measurements[0].Time.Time).To(BeTemporally(">=", retried.Truncate(time.Second)), "measured anew")
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Expect(mostUpdated()).To(BeNumerically("<=", 1), "more pods than the step's one ran v2")
+	step("v2 retried: measured anew (%s, %s) and retreated again; still at most %d pod ran v2", run.Measurements[0].Value, run.Measurements[0].Phase, mostUpdated())
 
 	// v3: three good measurements, then every step.
 	setPodSetImage(ctx, ns, name, "registry.example.com/web:v3")
