@@ -48,7 +48,9 @@ const canaryErrorRatio = `sum(rate(http_requests_total{controller_revision_hash=
 //   - v3 answers every request: the analysis succeeds three times, and the
 //     rollout goes on through every step. The operator is killed (SIGKILL)
 //     after the first measurement; the next one goes on from the status
-//     and takes no measurement twice.
+//     and takes no measurement twice;
+//   - Prometheus stopped at an analysis step: the run holds on its errors,
+//     and the rollout is never promoted.
 func TestCanaryAnalysisWithPrometheus(t *testing.T) {
 	RegisterTestingT(t)
 	promBin, appBin := os.Getenv("PROMETHEUS"), os.Getenv("CANARY_APP")
@@ -232,6 +234,53 @@ scrape_configs:
 	}
 	step("v3 (no 500s), the operator SIGKILLed after the first measurement: %d measurements successful, none twice, promoted through every step in %s; %d requests to the v3 server failed",
 		run.Successful, time.Since(start).Round(time.Second), load.failedOf("v3"))
+
+	// Prometheus stopped in the middle of an analysis: every measurement
+	// is an error, the run holds at its consecutive-error limit (1 here,
+	// to keep the scenario short), and the rollout is never promoted.
+	patch := `{"spec":{"image":"registry.example.com/web:v1","updateStrategy":{"rollingUpdate":{"canary":{"steps":[` +
+		`{"updatedReplicas":1},{"analysis":{"query":` + strconvQuote(canaryErrorRatio) + `,"successCondition":"result < 0.01","intervalSeconds":10,"consecutiveErrorLimit":1}},{"updatedPercent":50}]}}}}}`
+	Expect(env.admin.Patch(ctx, &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	v1again := waitForNewRevision(ctx, ns, name, v3)
+	Eventually(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
+		g.Expect(p.Status.Canary.Revision).To(Equal(v1again))
+		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Expect(prom.Stop()).To(Succeed())
+	stopped := time.Now()
+	Eventually(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
+		g.Expect(progressingOf(p)).To(Equal(appv1alpha1.ReasonAnalysisError))
+		run = p.Status.Canary.Analyses[0]
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Expect(run.Phase).To(Equal("Error"))
+	Expect(run.Errors).To(BeEquivalentTo(2))
+	Expect(run.Measurements[len(run.Measurements)-1].Message).To(ContainSubstring("Prometheus could not be reached"))
+	held := time.Since(stopped)
+	Consistently(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
+		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held rollout moves no pod")
+		g.Expect(p.Status.LastCompletedRevision).To(Equal(v3))
+	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
+	step("Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted", held.Round(time.Second), run.Errors)
+}
+
+func strconvQuote(s string) string {
+	b, err := json.Marshal(s)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+// progressingOf is the reason of the PodSet's Progressing condition.
+func progressingOf(p *appv1alpha1.PodSet) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == appv1alpha1.ConditionProgressing {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // canaryLoad sends each server 20 requests a second and counts the failed
