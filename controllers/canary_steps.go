@@ -58,8 +58,12 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	s.canary, s.canaryPartition, s.canaryFailure, s.canaryCheckIn = nil, nil, nil, 0
 	spec := canaryOf(ps)
 	if spec == nil || rs.Update == nil || ps.DeletionTimestamp != nil {
+		// Only a PodSet that had a canary can have runs to forget: every
+		// other reconcile pays nothing here.
+		if s.record.canary != nil || ps.Status.Canary != nil {
+			r.forgetRuns(ps)
+		}
 		s.record.canary = nil
-		r.forgetRuns(ps)
 		return
 	}
 	prev := s.record.canary
@@ -282,8 +286,7 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 			recordMeasurement(run, res)
 		}
 	}
-	tally := analysis.Tally{Successful: run.Successful, Failed: run.Failed, Inconclusive: run.Inconclusive, Errors: run.Errors, ConsecutiveErrors: run.ConsecutiveErrors}
-	phase, message := tally.Phase(limits)
+	phase, message := tallyOf(run).Phase(limits)
 	run.Phase, run.Message, out.phase = string(phase), message, phase
 	if phase.Done() {
 		r.analysisRunner.Forget(key)
@@ -328,8 +331,13 @@ func recordMeasurement(run *appv1alpha1.AnalysisRunStatus, res analysis.Result) 
 	if n := len(run.Measurements); n > maxMeasurementsKept {
 		run.Measurements = append([]appv1alpha1.Measurement(nil), run.Measurements[n-maxMeasurementsKept:]...)
 	}
-	t := analysis.Tally{Successful: run.Successful, Failed: run.Failed, Inconclusive: run.Inconclusive, Errors: run.Errors, ConsecutiveErrors: run.ConsecutiveErrors}.Add(m.Phase)
+	t := tallyOf(run).Add(m.Phase)
 	run.Successful, run.Failed, run.Inconclusive, run.Errors, run.ConsecutiveErrors = t.Successful, t.Failed, t.Inconclusive, t.Errors, t.ConsecutiveErrors
+}
+
+// tallyOf is the tally run's status records.
+func tallyOf(run *appv1alpha1.AnalysisRunStatus) analysis.Tally {
+	return analysis.Tally{Successful: run.Successful, Failed: run.Failed, Inconclusive: run.Inconclusive, Errors: run.Errors, ConsecutiveErrors: run.ConsecutiveErrors}
 }
 
 func lastMeasurement(run *appv1alpha1.AnalysisRunStatus) *appv1alpha1.Measurement {
