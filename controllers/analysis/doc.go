@@ -7,7 +7,7 @@
 //   - Render fills the query's placeholders ({{namespace}}, {{name}},
 //     {{canaryHash}}, {{stableHash}}, {{interval}}) and refuses any other;
 //   - Confine adds the PodSet's namespace to every series selector of the
-//     query, with prom-label-proxy's enforcer, and refuses a query whose own
+//     query, with Prometheus's own matchers, and refuses a query whose own
 //     matchers on that label select another namespace: a PodSet's author
 //     chooses the query, never whose metrics it reads;
 //   - a Querier sends it to the one Prometheus the cluster admin configured

@@ -57,6 +57,8 @@ func TestConfine(t *testing.T) {
 		{name: "excluding its own namespace is refused", query: `up{namespace!="shop"}`, outside: true},
 		{name: "a regular expression that misses it is refused", query: `up{namespace=~"ban.*"}`, outside: true},
 		{name: "a negative regular expression that excludes it is refused", query: `up{namespace!~"sh.*"}`, outside: true},
+		{name: "the refusal names the matcher", query: `rate(x{code="500"}[1m]) / rate(x{namespace=~"ban.*"}[1m])`,
+			err: `the query selects series outside its PodSet's namespace: namespace=~"ban.*" cannot select "shop"`},
 		{name: "a query that reads no series is refused", query: `vector(1) * time()`, err: "the query reads no series"},
 		{name: "a selector in the parameter of topk is confined", query: `topk(scalar(x), y)`, want: `topk(scalar(x{namespace="shop"}), y{namespace="shop"})`},
 		{name: "another namespace in the parameter of quantile is refused",
