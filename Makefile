@@ -568,8 +568,9 @@ test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader
 REAL_NODE_RUN ?= TestRealNode
 REAL_NODE_TEST = MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  NODE_IMAGES=$(NODE_IMAGES) IMG=$(IMG) V010_REV=$(V010_REV) SCC_ADMISSION_BIN=$(OPENSHIFT_BIN)/sccadmission \
+	  PROMETHEUS=$(PROMETHEUS_OPERATOR_BIN)/prometheus \
 	  $(GO) test -tags e2e,realnode -p 1 -parallel 4 -count=1 -v
-test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar $(OPENSHIFT_BIN)/sccadmission ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard; the host restored after.
+test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/canary-app.tar $(OPENSHIFT_BIN)/sccadmission ## On a real node (kubelet, containerd, kube-proxy, a registry; needs root): the manager image (docker-build) deployed by config/default, restricted operand pods really running, logs, exec, crash loops, deletion, the network guard, make scorecard, canary analyses by a real Prometheus (PROMETHEUS, which the suite builds beside its first tests when missing); the host restored after.
 	$(GO) vet -tags e2e,realnode ./test/e2e/ ./test/localcluster/
 	$(GO) build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	K8S_BIN=$(K8S_BIN) $(REAL_NODE_TEST) -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/
@@ -689,6 +690,11 @@ real-node-tools: $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(NODE_IMAGES)/busybox
 $(NODE_IMAGES)/busybox.tar: hack/build-node-images.sh test/images/pause/main.go test/images/pause/Dockerfile test/images/busybox/Dockerfile
 	hack/install-real-node.sh
 	hack/build-node-images.sh $(NODE_IMAGES) pause busybox
+
+# The canary scenarios' web server (test/images/canary-app).
+$(NODE_IMAGES)/canary-app.tar: hack/build-node-images.sh test/images/canary-app/main.go test/images/canary-app/Dockerfile go.mod go.sum
+	hack/install-real-node.sh
+	hack/build-node-images.sh $(NODE_IMAGES) canary-app
 
 # The previous release's manager and bundle images, built from git history.
 $(NODE_IMAGES)/bundle-$(UPGRADE_FROM_REV).tar: hack/build-previous-release.sh

@@ -105,6 +105,7 @@ func TestRealNode(t *testing.T) {
 		{"InPlaceUpdateSurvivesTheOperatorKilled", testRealInPlaceOperatorKilled},
 		{"AutoRollback", testRealAutoRollbackScenarios},
 		{"ZeroDowntime", testRealZeroDowntime},
+		{"CanaryAnalysis", testRealCanaryAnalysis},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			RegisterTestingT(t)

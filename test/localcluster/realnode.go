@@ -39,6 +39,10 @@ type RealNode struct {
 // RealNodeName is the name of the real node.
 const RealNodeName = "localcluster-node"
 
+// RealNodeIP is the real node's address: the host's own on the node's
+// bridge, which its pods reach (the API server advertises it).
+const RealNodeIP = nodeIP
+
 // Host tools the real node runs; hack/install-real-node.sh installs them.
 var realNodeTools = []string{"containerd", "ctr", "runc", "ip", "iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore", "conntrack"}
 

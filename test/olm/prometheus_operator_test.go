@@ -29,7 +29,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +45,7 @@ import (
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/internal/monitoring"
 	"github.com/example/podset-operator/test/localcluster"
+	"github.com/example/podset-operator/test/makebuild"
 	"github.com/example/podset-operator/test/promapi"
 )
 
@@ -59,56 +59,15 @@ const (
 	metricsJob = "podset-operator-controller-manager-metrics-service"
 )
 
-// prometheusTools is the build that buildPrometheusTools started.
-var prometheusTools struct {
-	done chan struct{} // closed when the build has ended
-	err  error
-	log  string
-}
+// prometheusTools is `make prometheus-tools` (the Prometheus Operator, its
+// config reloader and Prometheus, into PROMETHEUS_OPERATOR_BIN), started as
+// the run starts: only checkPrometheusOperator needs them, once the first
+// install is done.
+var prometheusTools *makebuild.Build
 
-// buildPrometheusTools starts `make prometheus-tools` (the Prometheus
-// Operator, its config reloader and Prometheus, into PROMETHEUS_OPERATOR_BIN)
-// as the run starts, and returns at once. Only checkPrometheusOperator needs
-// them, once the first install is done; on a machine that has not built them
-// yet they take minutes to compile, which this spends beside the cluster's
-// start and the install instead of before them. make does nothing when they
-// are there, and waits for the build under way when CI's background builds
-// are at it (hack/build-tool.sh's lock per tool).
 func buildPrometheusTools(ctx context.Context) {
-	prometheusTools.done = make(chan struct{})
-	prometheusTools.log = filepath.Join(logDir, "make-prometheus-tools.log")
-	go func() {
-		defer close(prometheusTools.done)
-		f, err := os.Create(prometheusTools.log)
-		if err != nil {
-			prometheusTools.err = err
-			return
-		}
-		defer f.Close()
-		cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "prometheus-tools",
-			"PROMETHEUS_OPERATOR_BIN="+os.Getenv("PROMETHEUS_OPERATOR_BIN"))
-		cmd.Dir, cmd.Stdout, cmd.Stderr = repoRoot, f, f
-		// A run that ends first stops the compilers too, not only make.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		prometheusTools.err = cmd.Run()
-	}()
-}
-
-// waitForPrometheusTools waits for buildPrometheusTools' build, and says how
-// long the test waited for it.
-func waitForPrometheusTools(t *testing.T, ctx context.Context) {
-	t.Helper()
-	start := time.Now()
-	select {
-	case <-prometheusTools.done:
-	case <-ctx.Done():
-		t.Fatalf("waiting for make prometheus-tools: %v", ctx.Err())
-	}
-	if prometheusTools.err != nil {
-		t.Fatalf("make prometheus-tools: %v\n%s", prometheusTools.err, tail(prometheusTools.log, 30))
-	}
-	t.Logf("make prometheus-tools: ready (waited %s for it)", time.Since(start).Round(time.Second))
+	prometheusTools = makebuild.Start(ctx, repoRoot, filepath.Join(logDir, "make-prometheus-tools.log"),
+		"prometheus-tools", "PROMETHEUS_OPERATOR_BIN="+os.Getenv("PROMETHEUS_OPERATOR_BIN"))
 }
 
 // checkPrometheusOperator installs the Prometheus Operator's CRDs on a
@@ -125,10 +84,14 @@ func waitForPrometheusTools(t *testing.T, ctx context.Context) {
 func checkPrometheusOperator(t *testing.T, ctx context.Context, ns string) (dropped func()) {
 	t.Helper()
 	dir := os.Getenv("PROMETHEUS_OPERATOR_BIN")
-	if dir == "" || prometheusTools.done == nil {
+	if dir == "" || prometheusTools == nil {
 		t.Fatal("PROMETHEUS_OPERATOR_BIN must be set; run `make test-olm-real`")
 	}
-	waitForPrometheusTools(t, ctx)
+	waited, err := prometheusTools.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("make prometheus-tools: ready (waited %s for it)", waited.Round(time.Second))
 	promBin := filepath.Join(dir, "prometheus")
 	dep := &appsv1.Deployment{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorName}, dep))
