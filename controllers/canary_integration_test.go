@@ -185,6 +185,60 @@ func TestIntegrationCanaryAnalysisThatCannotRunStallsNamingTheField(t *testing.T
 	waitForRolledOut(g, ps, 2)
 }
 
+func TestIntegrationCanaryBackgroundAnalysisHoldsUntilPromotedInFull(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "watched", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		withBackground(appv1alpha1.Analysis{Query: `sum(up{namespace="kube-system"})`, FailureCondition: "result < 1.0"})(ps)
+		ps.Spec.UpdateStrategy.RollingUpdate.Canary.Steps = []appv1alpha1.CanaryStep{{UpdatedReplicas: ptr.To[int32](1)}, {Pause: &appv1alpha1.CanaryPause{}}}
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 2)
+
+	// A background analysis that cannot run stalls the rollout before any
+	// pod moves, naming its field.
+	setImage(g, ps, "registry.example.com/web:2")
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonInvalidAnalysis))
+		g.Expect(condition(st, appv1alpha1.ConditionProgressing).Message).To(ContainSubstring("spec.updateStrategy.rollingUpdate.canary.backgroundAnalysis.query: the query selects series outside its PodSet's namespace"))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.UpdatedReplicas).To(BeZero())
+	}, time.Second, poll).Should(Succeed())
+
+	// Mended, it runs from the first step; with no Prometheus here it holds
+	// on its error, and the first step's pod moves but the step does not
+	// end.
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"canary":{"backgroundAnalysis":{"query":"sum(up)","failureCondition":"result < 1.0"}}}}}}`)
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonAnalysisError))
+		g.Expect(st.UpdatedAvailableReplicas).To(BeEquivalentTo(1))
+		g.Expect(st.Canary.Analyses).To(HaveLen(1))
+		g.Expect(st.Canary.Analyses[0].Name).To(Equal("background"))
+		g.Expect(st.Canary.Message).To(ContainSubstring("held by the background analysis"))
+	}, eventually, poll).Should(Succeed())
+
+	// A step's promotion does not end a hold of the background run.
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, 0))
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.Canary.Step).To(BeZero())
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonAnalysisError))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	// A full one does.
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, -1))
+	waitForRolledOut(g, ps, 2)
+}
+
 func TestIntegrationCanaryAbortRetreatsWithoutAutoRollback(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)

@@ -90,6 +90,11 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	// last completed revision: no step applies, and the status keeps what
 	// it said.
 	if lc := ps.Status.LastCompletedRevision; lc == "" || lc == rs.Update.Name || (retreating && target != "") {
+		why := "the rollout is done"
+		if retreating {
+			why = "the rollout was rolled back"
+		}
+		kept = endBackgroundRun(kept, why)
 		s.canary = &status.Canary{Status: kept, Done: true}
 		s.record.canary = kept
 		r.forgetRuns(ps)
@@ -143,7 +148,36 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 			o.Analysis = canary.AnalysisPhase(run.phase)
 		}
 	}
-	if pr := o.Promotion; report.Invalid != "" && pr != nil && pr.Revision == rs.Update.Name && pr.Full {
+	full := o.Promotion != nil && o.Promotion.Revision == rs.Update.Name && o.Promotion.Full
+	heldByBackground := false
+	if bg := spec.BackgroundAnalysis; bg != nil && report.Invalid == "" && !frozen {
+		if full {
+			// --full ends the background run with the steps.
+			if ended := endBackgroundRun(cur, "the rollout was promoted in full"); ended != cur {
+				*cur = *ended
+				r.forgetRunNamed(ps, backgroundRun)
+			}
+		} else {
+			run := r.measureBackground(s, cur, bg, now)
+			if run.wait > 0 && (runWait == 0 || run.wait < runWait) {
+				runWait = run.wait
+			}
+			switch {
+			case run.dryRun:
+			case run.phase == analysis.RunFailed:
+				if s.canaryFailure == nil {
+					s.canaryFailure = &retreat.Failure{Trigger: retreat.AnalysisFailed, Detail: run.failure}
+				}
+			case run.phase == analysis.RunInconclusive && report.Hold == "":
+				report.Hold, heldByBackground = appv1alpha1.ReasonAnalysisInconclusive, true
+			case run.phase == analysis.RunError && report.Hold == "":
+				report.Hold, heldByBackground = appv1alpha1.ReasonAnalysisError, true
+			case run.phase == analysis.Running && run.successful == 0:
+				o.BackgroundPending = true
+			}
+		}
+	}
+	if report.Invalid != "" && full {
 		// --full skips every remaining analysis, the invalid ones too.
 		report.Invalid = ""
 	}
@@ -175,6 +209,9 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 		}
 	}
 	cur.Message = d.Waiting
+	if heldByBackground {
+		cur.Message += "; held by the background analysis until promoted in full or aborted"
+	}
 	if report.Invalid != "" {
 		cur.Message = "cannot run: " + report.Invalid
 	}
@@ -203,6 +240,11 @@ func (r *PodSetReconciler) invalidAnalysis(ps *appv1alpha1.PodSet, rs *revision.
 		}
 		if _, _, _, err := r.prepareQuery(ps, rs, st.Analysis); err != nil {
 			return fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.steps[%d].analysis.%v", i, err)
+		}
+	}
+	if bg := spec.BackgroundAnalysis; bg != nil {
+		if _, _, _, err := r.prepareQuery(ps, rs, bg); err != nil {
+			return fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.backgroundAnalysis.%v", err)
 		}
 	}
 	return ""
@@ -234,30 +276,88 @@ type runOutcome struct {
 	phase   analysis.RunPhase
 	dryRun  bool
 	failure string
+	// successful counts the run's successful measurements.
+	successful int32
 	// wait is how long until the next measurement is due; 0 when none is.
 	wait time.Duration
 }
 
-// measureStep looks after the run of step i's analysis a in cur: it
-// starts the run, takes in the runner's last measurement, judges the run,
-// and submits the next measurement when it is due. The analysis is one
-// invalidAnalysis found valid.
-func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanaryStatus, i int, a *appv1alpha1.Analysis, now time.Time) (out runOutcome) {
-	ps := s.podSet
+// backgroundRun is the name of the background analysis's run.
+const backgroundRun = "background"
+
+// measureStep looks after the run of step i's analysis a in cur (measure).
+// A new step's run replaces the last step's; the background run stays.
+func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanaryStatus, i int, a *appv1alpha1.Analysis, now time.Time) runOutcome {
 	name := runName(i)
-	run := runNamed(cur, name)
-	if run == nil {
-		// A new step's run replaces the last step's.
-		r.forgetRuns(ps)
-		cur.Analyses = []appv1alpha1.AnalysisRunStatus{{Name: name, Phase: string(analysis.Running), DryRun: a.DryRun, StartTime: metav1.NewTime(now)}}
-		run = &cur.Analyses[0]
+	if runNamed(cur, name) == nil {
+		kept := cur.Analyses[:0:0]
+		for _, run := range cur.Analyses {
+			if run.Name == backgroundRun {
+				kept = append(kept, run)
+			} else {
+				r.forgetRunNamed(s.podSet, run.Name)
+			}
+		}
+		cur.Analyses = append([]appv1alpha1.AnalysisRunStatus{newRun(name, a, now)}, kept...)
 	}
+	return r.measure(s, runNamed(cur, name), a, DefaultAnalysisCount, fmt.Sprintf("analysis of step %d", i+1), now)
+}
+
+// measureBackground looks after the background analysis's run in cur
+// (measure), begun with the first reconcile of the canary that has it.
+// Unset, its count is unbounded: it measures until the rollout is done.
+func (r *PodSetReconciler) measureBackground(s *podSetScope, cur *appv1alpha1.CanaryStatus, a *appv1alpha1.Analysis, now time.Time) runOutcome {
+	if runNamed(cur, backgroundRun) == nil {
+		cur.Analyses = append(cur.Analyses, newRun(backgroundRun, a, now))
+	}
+	return r.measure(s, runNamed(cur, backgroundRun), a, 0, "background analysis", now)
+}
+
+func newRun(name string, a *appv1alpha1.Analysis, now time.Time) appv1alpha1.AnalysisRunStatus {
+	return appv1alpha1.AnalysisRunStatus{Name: name, Phase: string(analysis.Running), DryRun: a.DryRun, StartTime: metav1.NewTime(now)}
+}
+
+// endBackgroundRun is c with its background run ended, when it is still
+// running, because of why: Successful on the evidence of its successful
+// measurements, Inconclusive without any. c itself when there is nothing
+// to end.
+func endBackgroundRun(c *appv1alpha1.CanaryStatus, why string) *appv1alpha1.CanaryStatus {
+	if c == nil {
+		return nil
+	}
+	run := runNamed(c, backgroundRun)
+	if run == nil || analysis.RunPhase(run.Phase).Done() {
+		return c
+	}
+	c = c.DeepCopy()
+	run = runNamed(c, backgroundRun)
+	if run.Successful > 0 {
+		run.Phase = string(analysis.RunSuccessful)
+		run.Message = fmt.Sprintf("%s: %s, %d of %d measurements successful", backgroundEnded, why, run.Successful, tallyOf(run).Taken())
+	} else {
+		run.Phase = string(analysis.RunInconclusive)
+		run.Message = fmt.Sprintf("%s: %s before any measurement was successful", backgroundEnded, why)
+	}
+	return c
+}
+
+// backgroundEnded begins the message of a background run that ended with
+// its rollout, not by its own measurements.
+const backgroundEnded = "ended"
+
+// measure looks after run, of analysis a: it takes in the runner's last
+// measurement, judges the run, and submits the next measurement when it
+// is due. what names the run in a failure's message. The analysis is one
+// invalidAnalysis found valid.
+func (r *PodSetReconciler) measure(s *podSetScope, run *appv1alpha1.AnalysisRunStatus, a *appv1alpha1.Analysis, defaultCount int32, what string, now time.Time) (out runOutcome) {
+	ps := s.podSet
 	out = runOutcome{phase: analysis.RunPhase(run.Phase), dryRun: run.DryRun}
 	// Said whenever the run is found failed, not only by the reconcile
 	// that judged it: the retreat may be decided by a later one.
 	defer func() {
+		out.successful = run.Successful
 		if out.phase == analysis.RunFailed {
-			out.failure = runFailure(i, run)
+			out.failure = runFailure(what, run)
 		}
 	}()
 	if out.phase.Done() {
@@ -269,12 +369,12 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 	}
 	run.Query = status.Truncate(confined, maxRunQuery)
 	limits := analysis.Limits{
-		Count:                 ptr.Deref(a.Count, DefaultAnalysisCount),
+		Count:                 ptr.Deref(a.Count, defaultCount),
 		FailureLimit:          ptr.Deref(a.FailureLimit, 0),
 		InconclusiveLimit:     ptr.Deref(a.InconclusiveLimit, 0),
 		ConsecutiveErrorLimit: ptr.Deref(a.ConsecutiveErrorLimit, DefaultAnalysisConsecutiveErrorLimit),
 	}
-	key := runKey(ps, name)
+	key := runKey(ps, run.Name)
 	if r.analysisRunner == nil {
 		run.Phase, run.Message = string(analysis.RunError), "no Prometheus to query: the cluster admin sets the manager's --analysis-prometheus-url"
 		out.phase = analysis.RunError
@@ -309,14 +409,14 @@ func (r *PodSetReconciler) measureStep(s *podSetScope, cur *appv1alpha1.CanarySt
 	return out
 }
 
-// runFailure is the failure a failed run reports: the step, why the run
-// failed, its last measurement and the query as sent.
-func runFailure(i int, run *appv1alpha1.AnalysisRunStatus) string {
+// runFailure is the failure a failed run reports: which analysis, why the
+// run failed, its last measurement and the query as sent.
+func runFailure(what string, run *appv1alpha1.AnalysisRunStatus) string {
 	last := ""
 	if m := lastMeasurement(run); m != nil {
 		last = "; last measurement: " + m.Message
 	}
-	return fmt.Sprintf("analysis of step %d failed: %s%s; query: %s", i+1, run.Message, last, run.Query)
+	return fmt.Sprintf("%s failed: %s%s; query: %s", what, run.Message, last, run.Query)
 }
 
 func runName(step int) string { return fmt.Sprintf("steps[%d]", step) }
@@ -387,8 +487,13 @@ func (r *PodSetReconciler) forgetRunsOf(nn types.NamespacedName) {
 // forgetRun drops the runner's result of step i's run, which ended
 // without it (the step was promoted).
 func (r *PodSetReconciler) forgetRun(ps *appv1alpha1.PodSet, i int) {
+	r.forgetRunNamed(ps, runName(i))
+}
+
+// forgetRunNamed drops the runner's result of the run named name.
+func (r *PodSetReconciler) forgetRunNamed(ps *appv1alpha1.PodSet, name string) {
 	if r.analysisRunner != nil {
-		r.analysisRunner.Forget(runKey(ps, runName(i)))
+		r.analysisRunner.Forget(runKey(ps, name))
 	}
 }
 

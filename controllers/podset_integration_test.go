@@ -456,6 +456,8 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		{"an analysis step of unbounded count", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", SuccessCondition: "result < 0.01", Count: ptr.To[int32](0)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.count"},
 		{"an interval under 10 s", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", SuccessCondition: "result < 0.01", IntervalSeconds: ptr.To[int32](5)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.intervalSeconds"},
 		{"a condition too long", canaryWith(appv1alpha1.CanaryStep{Analysis: &appv1alpha1.Analysis{Query: "up", FailureCondition: strings.Repeat(" ", 1025)}}), "spec.updateStrategy.rollingUpdate.canary.steps[0].analysis.failureCondition"},
+		{"a background analysis without conditions", withBackground(appv1alpha1.Analysis{Query: "up"}), "spec.updateStrategy.rollingUpdate.canary.backgroundAnalysis"},
+		{"a background analysis of over 100 measurements", withBackground(appv1alpha1.Analysis{Query: "up", FailureCondition: "result > 0.5", Count: ptr.To[int32](101)}), "spec.updateStrategy.rollingUpdate.canary.backgroundAnalysis.count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -501,6 +503,21 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 	g.Expect([]*int32{a.IntervalSeconds, a.InitialDelaySeconds, a.FailureLimit, a.InconclusiveLimit, a.ConsecutiveErrorLimit}).
 		To(Equal([]*int32{ptr.To[int32](60), ptr.To[int32](0), ptr.To[int32](0), ptr.To[int32](0), ptr.To[int32](4)}))
 	g.Expect(a.Count).To(BeNil(), "count has no schema default")
+
+	// A background analysis of unbounded count is taken.
+	background := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "background", Namespace: ns}}
+	withBackground(appv1alpha1.Analysis{Query: strings.Repeat("u", 4096), FailureCondition: "result > 0.5", Count: ptr.To[int32](0)})(background)
+	g.Expect(k8sClient.Create(context.Background(), background)).To(Succeed())
+	g.Expect(background.Spec.UpdateStrategy.RollingUpdate.Canary.BackgroundAnalysis.IntervalSeconds).To(Equal(ptr.To[int32](60)))
+}
+
+// withBackground sets a canary of one pause step and a background analysis
+// on a PodSet.
+func withBackground(a appv1alpha1.Analysis) func(*appv1alpha1.PodSet) {
+	return func(p *appv1alpha1.PodSet) {
+		canaryWith(appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{}})(p)
+		p.Spec.UpdateStrategy.RollingUpdate.Canary.BackgroundAnalysis = &a
+	}
 }
 
 // canaryWith sets a canary of steps on a PodSet.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,7 @@ const (
 	eventAnalysisFailed     = "AnalysisFailed"
 	eventAnalysisHeld       = "AnalysisHeld"
 	eventAnalysisDryRunDone = "AnalysisDryRunDone"
+	eventAnalysisEnded      = "AnalysisEnded"
 )
 
 // reportCanary sends the events of a canary's progress, once per change of
@@ -96,6 +98,9 @@ func (r *PodSetReconciler) reportCanary(ps *appv1alpha1.PodSet, before, after *a
 		switch {
 		case run.DryRun:
 			kind, reason = corev1.EventTypeNormal, eventAnalysisDryRunDone
+		case run.Name == backgroundRun && strings.HasPrefix(run.Message, backgroundEnded+":"):
+			// Stopped with its rollout: no verdict of its own to act on.
+			kind, reason = corev1.EventTypeNormal, eventAnalysisEnded
 		case phase == analysis.RunSuccessful:
 			kind, reason = corev1.EventTypeNormal, eventAnalysisSucceeded
 		case phase == analysis.RunFailed:

@@ -18,6 +18,16 @@ type Canary struct {
 	// +listType=atomic
 	// +required
 	Steps []CanaryStep `json:"steps"`
+
+	// backgroundAnalysis measures the new revision's pods through the
+	// whole canary, beside the steps: from the first step until the
+	// rollout is done, or until its count is reached. A failure retreats
+	// and a hold holds, whatever the step, as a step's analysis does. The
+	// steps cannot complete the rollout before the run has one successful
+	// measurement (unless it is a dry run). count 0 or unset measures until
+	// the rollout is done.
+	// +optional
+	BackgroundAnalysis *Analysis `json:"backgroundAnalysis,omitempty"`
 }
 
 // CanaryStep is one step of a canary; it sets exactly one of its fields.
@@ -108,8 +118,8 @@ type Analysis struct {
 
 	// count is how many measurements with a value (successful, failed or
 	// inconclusive) the run takes; errors are retried and do not count.
-	// Unset: 5. A step's analysis takes at least 1; 0 is left for an
-	// analysis over the whole rollout, which has no end of its own.
+	// A step's analysis takes at least 1 (unset: 5). In backgroundAnalysis,
+	// 0 or unset measures until the rollout is done.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional
@@ -176,8 +186,9 @@ type CanaryStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 
-	// analyses are the runs of the last analysis step (name "steps[N]"),
-	// kept until another analysis step begins.
+	// analyses are the run of the last analysis step (name "steps[N]"),
+	// kept until another analysis step begins, and the run of
+	// backgroundAnalysis (name "background").
 	// +kubebuilder:validation:MaxItems=2
 	// +listType=map
 	// +listMapKey=name
@@ -187,7 +198,7 @@ type CanaryStatus struct {
 
 // AnalysisRunStatus is one run of an analysis.
 type AnalysisRunStatus struct {
-	// name is the run's: "steps[N]", N the step's index.
+	// name is the run's: "steps[N]", N the step's index, or "background".
 	Name string `json:"name"`
 
 	// phase is Running, Successful, Failed, or Inconclusive or Error (the

@@ -375,6 +375,8 @@ func TestRolloutStatusMessages(t *testing.T) {
 			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Running (analysis Running: 1 successful, 0 failed, 0 inconclusive, 0 errors; last Successful: 0.001 met successCondition "result < 0.01")...`, false, ""},
 		{"canary hold", mk(4, 0, canaryAt("step 2 of 3: analysis Error"), appv1alpha1.ReasonAnalysisError),
 			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Error; held (AnalysisError) until ` + "`kubectl podset rollout promote web` or `abort web`", false, ""},
+		{"canary held by its background analysis", mk(4, 0, withBackgroundHold(canaryAt("step 2 of 3: paused until promoted; held by the background analysis until promoted in full or aborted")), appv1alpha1.ReasonAnalysisError),
+			`Waiting for podset "web" rollout to finish: step 2 of 3: paused until promoted; held by the background analysis until promoted in full or aborted (background analysis Error: 0 successful, 0 failed, 0 inconclusive, 5 errors); held (AnalysisError) until ` + "`kubectl podset rollout promote --full web` or `abort web`", false, ""},
 		{"canary that cannot run", rolledBack(mk(4, 0, canaryAt("cannot run"), appv1alpha1.ReasonInvalidAnalysis)), "", false,
 			`: rollout failed`},
 	} {
@@ -397,6 +399,12 @@ func TestRolloutStatusMessages(t *testing.T) {
 func canaryAt(message string) appv1alpha1.PodSetStatus {
 	return appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1, UpdateRevision: "web-2",
 		Canary: &appv1alpha1.CanaryStatus{Revision: "web-2", Step: 1, Message: message}}
+}
+
+// withBackgroundHold adds a background run held on its errors.
+func withBackgroundHold(st appv1alpha1.PodSetStatus) appv1alpha1.PodSetStatus {
+	st.Canary.Analyses = append(st.Canary.Analyses, appv1alpha1.AnalysisRunStatus{Name: "background", Phase: "Error", Errors: 5})
+	return st
 }
 
 // withRun adds a run of the current step's analysis with one measurement.

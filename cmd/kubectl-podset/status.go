@@ -133,11 +133,18 @@ func canaryStatus(ps *appv1alpha1.PodSet, progressing *metav1.Condition) (string
 		return "", false
 	}
 	msg := fmt.Sprintf("Waiting for podset %q rollout to finish: %s", ps.Name, c.Message)
+	stepHeld, backgroundHeld := false, false
 	for _, run := range c.Analyses {
-		if run.Name != fmt.Sprintf("steps[%d]", c.Step) {
+		what, held := "analysis", run.Phase == "Inconclusive" || run.Phase == "Error"
+		switch run.Name {
+		case fmt.Sprintf("steps[%d]", c.Step):
+			stepHeld = held
+		case "background":
+			what, backgroundHeld = "background analysis", held
+		default:
 			continue
 		}
-		msg += fmt.Sprintf(" (analysis %s: %d successful, %d failed, %d inconclusive, %d errors", run.Phase, run.Successful, run.Failed, run.Inconclusive, run.Errors)
+		msg += fmt.Sprintf(" (%s %s: %d successful, %d failed, %d inconclusive, %d errors", what, run.Phase, run.Successful, run.Failed, run.Inconclusive, run.Errors)
 		if n := len(run.Measurements); n > 0 {
 			last := run.Measurements[n-1]
 			msg += fmt.Sprintf("; last %s: %s", last.Phase, last.Message)
@@ -148,6 +155,9 @@ func canaryStatus(ps *appv1alpha1.PodSet, progressing *metav1.Condition) (string
 	case appv1alpha1.ReasonCanaryPaused:
 		return msg + fmt.Sprintf("; `kubectl podset rollout promote %s` ends the pause", ps.Name), true
 	case appv1alpha1.ReasonAnalysisInconclusive, appv1alpha1.ReasonAnalysisError:
+		if backgroundHeld && !stepHeld {
+			return msg + fmt.Sprintf("; held (%s) until `kubectl podset rollout promote --full %s` or `abort %s`", progressing.Reason, ps.Name, ps.Name), true
+		}
 		return msg + fmt.Sprintf("; held (%s) until `kubectl podset rollout promote %s` or `abort %s`", progressing.Reason, ps.Name, ps.Name), true
 	case appv1alpha1.ReasonCanaryStep:
 		return msg + "...", true

@@ -91,6 +91,10 @@ type Observed struct {
 	// Hold keeps the current step, whether it is done or not: a
 	// background analysis holds the rollout where it is.
 	Hold bool
+	// BackgroundPending says that the background analysis has no
+	// successful measurement yet: the steps, once all are done, keep the
+	// last step's pods until it has one.
+	BackgroundPending bool
 	// Now is the time to judge pauses by, and to start steps at.
 	Now time.Time
 }
@@ -122,7 +126,8 @@ func Advance(steps []Step, p Progress, o Observed) (Decision, error) {
 		p = Progress{Revision: o.Revision, StepStarted: o.Now}
 	}
 	p.Step = min(max(p.Step, 0), len(steps))
-	if pr := o.Promotion; pr != nil && pr.Revision == o.Revision && pr.Full && !o.Hold {
+	full := o.Promotion != nil && o.Promotion.Revision == o.Revision && o.Promotion.Full
+	if full && !o.Hold {
 		p.Step, p.StepStarted = len(steps), o.Now
 	}
 	for p.Step < len(steps) {
@@ -134,6 +139,17 @@ func Advance(steps []Step, p Progress, o Observed) (Decision, error) {
 		// What was observed of the step's analysis was that step's: the
 		// next analysis step has a run of its own, not yet begun.
 		o.Analysis = ""
+	}
+	if o.BackgroundPending && !full && len(steps) > 0 {
+		// The last step's pods stay as they are until the background
+		// analysis has judged them once.
+		target, err := updatedTarget(steps, o.Replicas)
+		if err != nil {
+			return Decision{}, err
+		}
+		target = min(target, max(o.Replicas-o.Partition, 0))
+		return Decision{Progress: p, Partition: o.Replicas - target,
+			Waiting: fmt.Sprintf("steps done (%d of %d): the background analysis has no successful measurement yet", len(steps), len(steps))}, nil
 	}
 	return Decision{Progress: p, Partition: o.Partition, Done: true}, nil
 }

@@ -110,6 +110,22 @@ func TestAdvance(t *testing.T) {
 		{name: "a successful analysis passes its own step only", steps: []Step{updated(intstr.FromInt32(1)), analysisStep(), pauseFor(0), analysisStep(), updated(intstr.FromString("100%"))},
 			progress: at(1, t0), observed: observed(func(o *Observed) { o.UpdatedAvailable = 1; o.Analysis = AnalysisSuccessful }),
 			step: 3, started: t0.Add(time.Hour), partition: 9, waiting: "step 4 of 5: analysis not started"},
+		{name: "the last step done waits for the background analysis's first success, its pods as they are", progress: at(4, t0),
+			observed: observed(func(o *Observed) {
+				o.UpdatedAvailable = 5
+				o.Promotion = &Promotion{Revision: "web-2", Step: 4}
+				o.BackgroundPending = true
+			}),
+			step: 5, started: t0.Add(time.Hour), partition: 5, waiting: "steps done (5 of 5): the background analysis has no successful measurement yet"},
+		{name: "the background analysis pending holds no step before the last", progress: at(0, t0),
+			observed: observed(func(o *Observed) { o.UpdatedAvailable = 1; o.BackgroundPending = true }),
+			step:     1, started: t0.Add(time.Hour), partition: 9, waiting: "step 2 of 5: analysis not started"},
+		{name: "the spec's partition still caps the pods the background analysis waits on", steps: []Step{updated(intstr.FromString("50%"))},
+			progress: at(1, t0), observed: observed(func(o *Observed) { o.Partition = 8; o.BackgroundPending = true }),
+			step: 1, started: t0, partition: 8},
+		{name: "a full promotion does not wait for the background analysis", progress: at(1, t0),
+			observed: observed(func(o *Observed) { o.Promotion = &Promotion{Revision: "web-2", Full: true}; o.BackgroundPending = true }),
+			step:     5, started: t0.Add(time.Hour), partition: 0, done: true},
 		{name: "zero pauses chain in one call", steps: []Step{pauseFor(0), pauseFor(0), updated(intstr.FromInt32(1))},
 			progress: at(0, t0), observed: observed(nil), step: 2, started: t0.Add(time.Hour), partition: 9},
 	} {

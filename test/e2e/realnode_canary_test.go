@@ -120,17 +120,21 @@ func canaryAppTemplate(version, errorShare string) corev1.PodTemplateSpec {
 	}
 }
 
+// errorRatioAnalysis measures the share of 500s of the canary's pods
+// every 10 s: below 1% is a success, above 5% a failure.
+func errorRatioAnalysis(count *int32, dryRun bool, consecutiveErrorLimit *int32) *appv1alpha1.Analysis {
+	return &appv1alpha1.Analysis{
+		Query: canaryErrorRatio, SuccessCondition: "result < 0.01", FailureCondition: "result > 0.05",
+		IntervalSeconds: ptr.To[int32](10), Count: count, ConsecutiveErrorLimit: consecutiveErrorLimit, DryRun: dryRun,
+	}
+}
+
 // canarySteps are the scenarios' steps: one pod, an analysis, half the
 // pods, an analysis, then the rest.
 func canarySteps(dryRun bool, consecutiveErrorLimit *int32) []appv1alpha1.CanaryStep {
-	analysis := func() *appv1alpha1.Analysis {
-		return &appv1alpha1.Analysis{
-			Query: canaryErrorRatio, SuccessCondition: "result < 0.01", FailureCondition: "result > 0.05",
-			IntervalSeconds: ptr.To[int32](10), Count: ptr.To[int32](1), ConsecutiveErrorLimit: consecutiveErrorLimit, DryRun: dryRun,
-		}
-	}
 	return []appv1alpha1.CanaryStep{
-		{UpdatedReplicas: ptr.To[int32](1)}, {Analysis: analysis()}, {UpdatedPercent: ptr.To[int32](50)}, {Analysis: analysis()},
+		{UpdatedReplicas: ptr.To[int32](1)}, {Analysis: errorRatioAnalysis(ptr.To[int32](1), dryRun, consecutiveErrorLimit)},
+		{UpdatedPercent: ptr.To[int32](50)}, {Analysis: errorRatioAnalysis(ptr.To[int32](1), dryRun, consecutiveErrorLimit)},
 	}
 }
 
@@ -156,7 +160,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	Expect(err).NotTo(HaveOccurred())
 	step("Prometheus built (waited %s for it)", waited.Round(time.Second))
 	ns := newNamespace(t, "real-canary", restricted)
-	const name, replicas = "web", 4
+	const name, replicas = "store", 4
 
 	prom := startPodMonitorPrometheus(t, ns)
 	step("Prometheus on %s discovers the pods of %s through the API server, as a PodMonitor's configuration does; the manager has ANALYSIS_PROMETHEUS_URL=http://%s", realPrometheusAddr, ns, realPrometheusAddr)
@@ -211,10 +215,13 @@ func testRealCanaryAnalysis(t *testing.T) {
 	setVersion := func(version, errorShare string) string {
 		return fmt.Sprintf(`{"op":"replace","path":"/spec/template/spec/containers/0/env","value":[{"name":"VERSION","value":%q},{"name":"ERROR_SHARE","value":%q}]}`, version, errorShare)
 	}
-	setSteps := func(dryRun bool, consecutiveErrorLimit *int32) string {
-		steps, err := json.Marshal(canarySteps(dryRun, consecutiveErrorLimit))
+	setCanary := func(c appv1alpha1.Canary) string {
+		data, err := json.Marshal(c)
 		Expect(err).NotTo(HaveOccurred())
-		return fmt.Sprintf(`{"op":"replace","path":"/spec/updateStrategy/rollingUpdate/canary/steps","value":%s}`, steps)
+		return fmt.Sprintf(`{"op":"replace","path":"/spec/updateStrategy/rollingUpdate/canary","value":%s}`, data)
+	}
+	setSteps := func(dryRun bool, consecutiveErrorLimit *int32) string {
+		return setCanary(appv1alpha1.Canary{Steps: canarySteps(dryRun, consecutiveErrorLimit)})
 	}
 
 	// v2 answers 30% of its requests with 500, and stays Ready: it is
@@ -253,23 +260,34 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(getPodSet(g, ctx, ns, name).Status.AutoRollback.Complete).To(BeTrue())
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
-	// v3 answers every request: promoted through every step.
+	// v3 answers every request: promoted through every step, a
+	// background analysis measuring it all along.
 	start = time.Now()
-	patch(setVersion("v3", "0"))
+	patch(setVersion("v3", "0"), setCanary(appv1alpha1.Canary{Steps: canarySteps(false, nil), BackgroundAnalysis: errorRatioAnalysis(nil, false, nil)}))
 	v3 := waitForNewRevision(ctx, ns, name, v2)
 	mostV3 := watchMostPods(ctx, ns, name, hashOf(v3))
 	waitCanaryDone(ctx, ns, name, v3, replicas)
-	v3row := &canaryScenario{name: "v3, good: promoted", took: time.Since(start), mostPods: mostV3()}
+	v3row := &canaryScenario{name: "v3, good, with a background analysis: promoted", took: time.Since(start), mostPods: mostV3()}
 	windows = append(windows, window{v3row, start, time.Now()})
-	// The status keeps the last analysis step's run; the events tell of
-	// each.
-	for _, run := range getPodSet(Default, ctx, ns, name).Status.Canary.Analyses {
-		Expect(run.Phase).To(Equal("Successful"), "run %s: %+v", run.Name, run)
-	}
+	// The status keeps the last analysis step's run and the background
+	// run, which ended with the rollout; the events tell of each.
+	var background appv1alpha1.AnalysisRunStatus
+	Eventually(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
+		g.Expect(p.Status.Canary.Analyses).To(HaveLen(2))
+		g.Expect(p.Status.Canary.Analyses[0].Phase).To(Equal("Successful"), "%+v", p.Status.Canary.Analyses[0])
+		background = p.Status.Canary.Analyses[1]
+		g.Expect(background.Name).To(Equal("background"))
+		g.Expect(background.Phase).To(Equal("Successful"), "%+v", background)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Expect(background.Message).To(HavePrefix("ended: the rollout is done"))
+	Expect(background.Successful).To(BeNumerically(">=", 1))
+	Expect(background.Failed + background.Inconclusive + background.Errors).To(BeZero())
 	Eventually(func(g Gomega) []string {
 		return analysisEvents(g, ctx, ns, name, "AnalysisSucceeded", v3)
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(ConsistOf("steps[1]", "steps[3]"))
-	step("v3: both analyses Successful, every step done %s after the change", v3row.took.Round(100*time.Millisecond))
+	step("v3: both analyses Successful, every step done %s after the change; the background analysis %s",
+		v3row.took.Round(100*time.Millisecond), background.Message)
 
 	// v4 fails as v2 did, but its analyses are dry runs: they record the
 	// failures and act on none, and v4 goes through.
@@ -294,17 +312,50 @@ func testRealCanaryAnalysis(t *testing.T) {
 	step("v4 (dry run): both analyses Failed and reported (the last measured %s), and v4 rolled out in %s",
 		run.Measurements[0].Value, v4row.took.Round(100*time.Millisecond))
 
-	// v5 good, but Prometheus stops at its first analysis step: the run
-	// holds on its errors (at 1 in a row, to keep this short), and v5 is
-	// never promoted.
+	// v5 fails too, and its only steps are one pod and a pause until
+	// promoted: the background analysis rolls it back in the pause.
 	start = time.Now()
-	patch(setVersion("v5", "0"), setSteps(false, ptr.To[int32](1)))
+	patch(setVersion("v5", "0.5"), setCanary(appv1alpha1.Canary{
+		Steps:              []appv1alpha1.CanaryStep{{UpdatedReplicas: ptr.To[int32](1)}, {Pause: &appv1alpha1.CanaryPause{}}},
+		BackgroundAnalysis: errorRatioAnalysis(nil, false, nil),
+	}))
 	v5 := waitForNewRevision(ctx, ns, name, v4)
 	mostV5 := watchMostPods(ctx, ns, name, hashOf(v5))
 	Eventually(func(g Gomega) {
 		p := getPodSet(g, ctx, ns, name)
+		g.Expect(p.Status.AutoRollback).NotTo(BeNil())
+		rb = p.Status.AutoRollback
+		g.Expect(rb.FailedRevision).To(Equal(v5))
+		background = p.Status.Canary.Analyses[0]
+		g.Expect(podsOfRevision(g, ctx, ns, name, hashOf(v5))).To(BeZero(), "a pod of v5 still exists")
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	gone = time.Now()
+	v5row := &canaryScenario{name: "v5, 50% 500s, background analysis, paused: rolled back (the stable pods are v4's)", took: gone.Sub(start), mostPods: mostV5()}
+	windows = append(windows, window{v5row, start, gone})
+	Expect(rb.Trigger).To(Equal("AnalysisFailed"))
+	Expect(rb.Message).To(ContainSubstring("background analysis failed"))
+	Expect(background.Name).To(Equal("background"))
+	Expect(background.Phase).To(Equal("Failed"))
+	firstBad = background.Measurements[0]
+	v5row.badToRetreat, v5row.badToGone = rb.Time.Sub(firstBad.Time.Time), gone.Sub(firstBad.Time.Time)
+	Expect(v5row.mostPods).To(BeNumerically("<=", 1), "more pods than the step's one ran v5")
+	step("v5: the background analysis measured %s (Failed) in the pause; the retreat decided %s later, every pod of v5 gone %s later; at most %d pod of v5",
+		firstBad.Value, v5row.badToRetreat, v5row.badToGone.Round(100*time.Millisecond), v5row.mostPods)
+	Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ctx, ns, name).Status.AutoRollback.Complete).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// v6 good, but Prometheus stops at its first analysis step: the run
+	// holds on its errors (at 1 in a row, to keep this short), and v6 is
+	// never promoted.
+	start = time.Now()
+	patch(setVersion("v6", "0"), setSteps(false, ptr.To[int32](1)))
+	v6 := waitForNewRevision(ctx, ns, name, v5)
+	mostV6 := watchMostPods(ctx, ns, name, hashOf(v6))
+	Eventually(func(g Gomega) {
+		p := getPodSet(g, ctx, ns, name)
 		g.Expect(p.Status.Canary).NotTo(BeNil())
-		g.Expect(p.Status.Canary.Revision).To(Equal(v5))
+		g.Expect(p.Status.Canary.Revision).To(Equal(v6))
 		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	Expect(prom.Stop()).To(Succeed())
@@ -321,9 +372,9 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held rollout moves no pod")
 		g.Expect(p.Status.LastCompletedRevision).To(Equal(v4))
 	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
-	v5row := &canaryScenario{name: "v5, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV5()}
-	windows = append(windows, window{v5row, start, time.Now()})
-	step("v5, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
+	v6row := &canaryScenario{name: "v6, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV6()}
+	windows = append(windows, window{v6row, start, time.Now()})
+	step("v6, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
 		held.Round(time.Second), run.Errors)
 
 	time.Sleep(2 * time.Second)
@@ -342,7 +393,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	fmt.Printf("| scenario | first failed measurement to retreat decided / last pod gone | took | most pods of the new revision | failed requests the client saw |\n|---|---|---|---|---|\n")
 	for _, w := range windows {
 		retreat := "-"
-		if w.row == v2row {
+		if w.row == v2row || w.row == v5row {
 			retreat = w.row.badToRetreat.String() + " / " + w.row.badToGone.Round(100*time.Millisecond).String()
 		}
 		fmt.Printf("| %s | %s | %s | %d | %s |\n", w.row.name, retreat, w.row.took.Round(100*time.Millisecond), w.row.mostPods, describeFailures(w.row.failures))
@@ -350,9 +401,9 @@ func testRealCanaryAnalysis(t *testing.T) {
 
 	// What the client saw: the 500s of the failing versions, and not one
 	// request lost to the pods' changes. The failing versions' 500s show
-	// the analyses judged what the client saw. (During v5's scenario the
+	// the analyses judged what the client saw. (During v6's scenario the
 	// stable pods are v4's, which answer 500 as well.)
-	for _, row := range []*canaryScenario{v2row, v3row, v4row, v5row} {
+	for _, row := range []*canaryScenario{v2row, v3row, v4row, v5row, v6row} {
 		for reason := range row.failures {
 			Expect(reason).To(Equal("HTTP 500"), "%s: a request failed otherwise than by the server's 500: %s", row.name, describeFailures(row.failures))
 		}
