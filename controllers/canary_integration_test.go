@@ -91,6 +91,51 @@ func TestIntegrationCanaryStepsHoldThePartitionUntilPromoted(t *testing.T) {
 	g.Expect(st.CurrentRevision).To(Equal(update))
 }
 
+func TestIntegrationCanaryStopsWhileTheRolloutIsPaused(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "stopped", 3, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		canaryWith(
+			appv1alpha1.CanaryStep{UpdatedReplicas: ptr.To[int32](1)},
+			appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{}},
+			appv1alpha1.CanaryStep{Pause: &appv1alpha1.CanaryPause{DurationSeconds: ptr.To[int32](0)}},
+		)(ps)
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 3)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	var update string
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		update = st.UpdateRevision
+		g.Expect(st.Canary).NotTo(BeNil())
+		g.Expect(st.Canary.Step).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
+
+	// Paused, a promotion of the step waits for the resume.
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}`)
+	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, 1))
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonPaused))
+		g.Expect(st.Canary.Message).To(ContainSubstring("stopped while spec.updateStrategy.rollingUpdate.paused is set"))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.Canary.Step).To(BeEquivalentTo(1), "a step ended while paused")
+		g.Expect(st.UpdatedReplicas).To(BeEquivalentTo(1))
+	}, 2*time.Second, poll).Should(Succeed())
+
+	patchSpec(g, ps, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":false}}}}`)
+	waitForRolledOut(g, ps, 3)
+	g.Expect(getPodSet(g, ps).Status.Canary.Step).To(BeEquivalentTo(3))
+}
+
 func TestIntegrationCanaryAnalysisWithNoPrometheusHoldsUntilPromoted(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -234,9 +279,13 @@ func TestIntegrationCanaryBackgroundAnalysisHoldsUntilPromotedInFull(t *testing.
 		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonAnalysisError))
 	}, 2*time.Second, poll).Should(Succeed())
 
-	// A full one does.
+	// A full one does; the run keeps the phase it ended in.
 	annotate(g, ps, appv1alpha1.AnnotationRolloutPromote, appv1alpha1.RolloutPromoteValue(update, -1))
 	waitForRolledOut(g, ps, 2)
+	st := getPodSet(g, ps).Status
+	g.Expect(st.Canary.Analyses).To(HaveLen(1))
+	g.Expect(st.Canary.Analyses[0]).To(And(HaveField("Name", "background"), HaveField("Phase", "Error")))
+	g.Expect(st.LastCompletedRevision).To(Equal(update))
 }
 
 func TestIntegrationCanaryAbortRetreatsWithoutAutoRollback(t *testing.T) {

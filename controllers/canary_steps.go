@@ -103,6 +103,10 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	// A failure with no completed revision to return to (it was deleted):
 	// the steps hold where they are, and no pod moves on.
 	frozen := retreating
+	// spec.updateStrategy.rollingUpdate.paused stops the steps where they
+	// are: no step ends, and no measurement is taken (one in flight is
+	// recorded on the resume). A timed pause's time counts on.
+	paused := ps.Spec.UpdateStrategy.RollingUpdate.Paused
 
 	cur := kept.DeepCopy()
 	if cur == nil {
@@ -115,6 +119,7 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 		Replicas:         ps.DesiredReplicas(),
 		Partition:        ptr.Deref(spec.partition, 0),
 		UpdatedAvailable: int32(s.rollout.Input.Updated.Available), //nolint:gosec // at most replicas + maxSurge
+		UpdatedLive:      int32(s.rollout.Input.Updated.Live),      //nolint:gosec // at most replicas + maxSurge
 		Promotion:        s.promotion(r),
 		Now:              now,
 	}
@@ -126,7 +131,7 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	// holds the rollout before any pod moves for it.
 	report := &status.Canary{Invalid: r.invalidAnalysis(ps, rs, spec)}
 	var runWait time.Duration
-	if i := int(cur.Step); i < len(steps) && steps[i].Analysis && report.Invalid == "" && !frozen {
+	if i := int(cur.Step); i < len(steps) && steps[i].Analysis && report.Invalid == "" && !frozen && !paused {
 		run := r.measureStep(s, cur, i, spec.Steps[i].Analysis, now)
 		runWait = run.wait
 		switch {
@@ -148,16 +153,30 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 			o.Analysis = canary.AnalysisPhase(run.phase)
 		}
 	}
+	if i := int(cur.Step); paused && i < len(steps) && steps[i].Analysis {
+		if run := runNamed(cur, runName(i)); run != nil {
+			o.Analysis = canary.AnalysisPhase(run.Phase)
+		}
+	}
 	full := o.Promotion != nil && o.Promotion.Revision == rs.Update.Name && o.Promotion.Full
-	heldByBackground := false
-	if bg := spec.BackgroundAnalysis; bg != nil && report.Invalid == "" && !frozen {
-		if full {
-			// --full ends the background run with the steps.
-			if ended := endBackgroundRun(cur, "the rollout was promoted in full"); ended != cur {
+	if bg := spec.BackgroundAnalysis; !frozen && !paused {
+		switch run := runNamed(cur, backgroundRun); {
+		case bg == nil || full:
+			// --full ends the background run with the steps, as does
+			// its removal from the spec; a failure not yet acted upon
+			// still retreats.
+			if run != nil && run.Phase == string(analysis.RunFailed) && !run.DryRun && s.canaryFailure == nil {
+				s.canaryFailure = &retreat.Failure{Trigger: retreat.AnalysisFailed, Detail: runFailure("background analysis", run)}
+			}
+			why := "the rollout was promoted in full"
+			if bg == nil {
+				why = "it was removed from the spec"
+			}
+			if ended := endBackgroundRun(cur, why); ended != cur {
 				*cur = *ended
 				r.forgetRunNamed(ps, backgroundRun)
 			}
-		} else {
+		case report.Invalid == "":
 			run := r.measureBackground(s, cur, bg, now)
 			if run.wait > 0 && (runWait == 0 || run.wait < runWait) {
 				runWait = run.wait
@@ -169,9 +188,9 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 					s.canaryFailure = &retreat.Failure{Trigger: retreat.AnalysisFailed, Detail: run.failure}
 				}
 			case run.phase == analysis.RunInconclusive && report.Hold == "":
-				report.Hold, heldByBackground = appv1alpha1.ReasonAnalysisInconclusive, true
+				report.Hold, report.HoldByBackground = appv1alpha1.ReasonAnalysisInconclusive, true
 			case run.phase == analysis.RunError && report.Hold == "":
-				report.Hold, heldByBackground = appv1alpha1.ReasonAnalysisError, true
+				report.Hold, report.HoldByBackground = appv1alpha1.ReasonAnalysisError, true
 			case run.phase == analysis.Running && run.successful == 0:
 				o.BackgroundPending = true
 			}
@@ -186,7 +205,7 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 			Detail: fmt.Sprintf("the rollout was aborted (%s) at step %d of %d", appv1alpha1.AnnotationRolloutAbort, cur.Step+1, len(steps))}
 	}
 	progress := canary.Progress{Revision: cur.Revision, Step: int(cur.Step), StepStarted: cur.StepStartTime.Time}
-	o.Hold = report.Hold != "" || report.Invalid != "" || frozen
+	o.Hold = report.Hold != "" || report.Invalid != "" || frozen || paused
 	d, err := canary.Advance(steps, progress, o)
 	if err != nil {
 		report.Invalid = fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.%v", err)
@@ -209,8 +228,11 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 		}
 	}
 	cur.Message = d.Waiting
-	if heldByBackground {
-		cur.Message += "; held by the background analysis until promoted in full or aborted"
+	if report.HoldByBackground {
+		cur.Message += "; held by the background analysis"
+	}
+	if paused {
+		cur.Message += "; stopped while spec.updateStrategy.rollingUpdate.paused is set"
 	}
 	if report.Invalid != "" {
 		cur.Message = "cannot run: " + report.Invalid

@@ -9,7 +9,8 @@ import (
 // new pods by a Prometheus query, in the order given. Between the steps
 // that move pods, the partition holds the others on the old revision; once
 // the last step is done, the rollout goes on to every pod (the spec's own
-// partition still applies).
+// partition still applies), as soon as a background analysis, if any, has
+// one successful measurement.
 type Canary struct {
 	// steps are the canary's steps, in order. A new pod template starts
 	// them again from the first.

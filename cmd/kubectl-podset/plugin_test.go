@@ -324,6 +324,19 @@ func TestPromoteAndAbort(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("was already rolled back (Aborted)")))
 	_, err = run(ns, "rollout", "promote", "web")
 	g.Expect(err).To(MatchError(ContainSubstring("every step of the rollout to revision " + update + " is done")))
+
+	// Every step done, the rollout waiting for its background analysis:
+	// only --full promotes it.
+	ps = get(g, ps)
+	ps.Spec.UpdateStrategy.RollingUpdate.Canary.BackgroundAnalysis = &appv1alpha1.Analysis{Query: "up", FailureCondition: "result < 1.0"}
+	g.Expect(k8s.Update(context.Background(), ps)).To(Succeed())
+	ps.Status.AutoRollback, ps.Status.ObservedGeneration = nil, ps.Generation
+	g.Expect(k8s.Status().Update(context.Background(), ps)).To(Succeed())
+	_, err = run(ns, "rollout", "promote", "web")
+	g.Expect(err).To(MatchError(ContainSubstring("--full ends the wait for, or a hold of, the background analysis")))
+	out, err = run(ns, "rollout", "promote", "web", "--full")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("promoted: every remaining step"))
 }
 
 // rolledBack makes ps's Progressing condition False, as auto-rollback
@@ -375,8 +388,8 @@ func TestRolloutStatusMessages(t *testing.T) {
 			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Running (analysis Running: 1 successful, 0 failed, 0 inconclusive, 0 errors; last Successful: 0.001 met successCondition "result < 0.01")...`, false, ""},
 		{"canary hold", mk(4, 0, canaryAt("step 2 of 3: analysis Error"), appv1alpha1.ReasonAnalysisError),
 			`Waiting for podset "web" rollout to finish: step 2 of 3: analysis Error; held (AnalysisError) until ` + "`kubectl podset rollout promote web` or `abort web`", false, ""},
-		{"canary held by its background analysis", mk(4, 0, withBackgroundHold(canaryAt("step 2 of 3: paused until promoted; held by the background analysis until promoted in full or aborted")), appv1alpha1.ReasonAnalysisError),
-			`Waiting for podset "web" rollout to finish: step 2 of 3: paused until promoted; held by the background analysis until promoted in full or aborted (background analysis Error: 0 successful, 0 failed, 0 inconclusive, 5 errors); held (AnalysisError) until ` + "`kubectl podset rollout promote --full web` or `abort web`", false, ""},
+		{"canary held by its background analysis", mk(4, 0, withBackgroundHold(canaryAt("step 2 of 3: paused until promoted; held by the background analysis")), appv1alpha1.ReasonAnalysisError),
+			`Waiting for podset "web" rollout to finish: step 2 of 3: paused until promoted; held by the background analysis (background analysis Error: 0 successful, 0 failed, 0 inconclusive, 5 errors); held (AnalysisError) until ` + "`kubectl podset rollout promote --full web` or `abort web`", false, ""},
 		{"canary that cannot run", rolledBack(mk(4, 0, canaryAt("cannot run"), appv1alpha1.ReasonInvalidAnalysis)), "", false,
 			`: rollout failed`},
 	} {

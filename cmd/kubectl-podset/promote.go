@@ -56,8 +56,14 @@ func promoteValue(ps *appv1alpha1.PodSet, full bool) (string, string, error) {
 		return "", "", fmt.Errorf("podset %q has no canary steps (spec.updateStrategy.rollingUpdate.canary)", ps.Name)
 	case c == nil || c.Revision != ps.Status.UpdateRevision || ps.Status.ObservedGeneration < ps.Generation:
 		return "", "", fmt.Errorf("podset %q has no canary rollout under way for its spec", ps.Name)
-	case int(c.Step) >= len(ru.Canary.Steps):
-		return "", "", fmt.Errorf("podset %q: every step of the rollout to revision %s is done", ps.Name, c.Revision)
+	case int(c.Step) >= len(ru.Canary.Steps) && (!full || ps.Status.LastCompletedRevision == c.Revision):
+		// Once every step is done, the rollout may still wait for its
+		// background analysis, which only --full ends.
+		hint := ""
+		if ru.Canary.BackgroundAnalysis != nil && ps.Status.LastCompletedRevision != c.Revision {
+			hint = "; --full ends the wait for, or a hold of, the background analysis"
+		}
+		return "", "", fmt.Errorf("podset %q: every step of the rollout to revision %s is done%s", ps.Name, c.Revision, hint)
 	case full:
 		return appv1alpha1.RolloutPromoteValue(c.Revision, -1), "every remaining step of revision " + c.Revision, nil
 	}

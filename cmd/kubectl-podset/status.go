@@ -133,14 +133,14 @@ func canaryStatus(ps *appv1alpha1.PodSet, progressing *metav1.Condition) (string
 		return "", false
 	}
 	msg := fmt.Sprintf("Waiting for podset %q rollout to finish: %s", ps.Name, c.Message)
-	stepHeld, backgroundHeld := false, false
+	backgroundHeld := false
 	for _, run := range c.Analyses {
-		what, held := "analysis", run.Phase == "Inconclusive" || run.Phase == "Error"
+		what := "analysis"
 		switch run.Name {
 		case fmt.Sprintf("steps[%d]", c.Step):
-			stepHeld = held
 		case "background":
-			what, backgroundHeld = "background analysis", held
+			// Only --full ends its hold, whatever holds the step too.
+			what, backgroundHeld = "background analysis", run.Phase == "Inconclusive" || run.Phase == "Error"
 		default:
 			continue
 		}
@@ -155,7 +155,7 @@ func canaryStatus(ps *appv1alpha1.PodSet, progressing *metav1.Condition) (string
 	case appv1alpha1.ReasonCanaryPaused:
 		return msg + fmt.Sprintf("; `kubectl podset rollout promote %s` ends the pause", ps.Name), true
 	case appv1alpha1.ReasonAnalysisInconclusive, appv1alpha1.ReasonAnalysisError:
-		if backgroundHeld && !stepHeld {
+		if backgroundHeld {
 			return msg + fmt.Sprintf("; held (%s) until `kubectl podset rollout promote --full %s` or `abort %s`", progressing.Reason, ps.Name, ps.Name), true
 		}
 		return msg + fmt.Sprintf("; held (%s) until `kubectl podset rollout promote %s` or `abort %s`", progressing.Reason, ps.Name, ps.Name), true

@@ -65,10 +65,10 @@ var ErrOutsideNamespace = errors.New("the query selects series outside its PodSe
 
 // Confine returns query with the matcher label="namespace" added to each of
 // its series selectors, so that Prometheus answers it from that
-// namespace's series only. A selector that already has a matcher on label
-// keeps it when it can match namespace (label="namespace",
+// namespace's series only. A selector's own matchers on label are replaced
+// by it when each can match namespace (label="namespace",
 // label=~"namespace|other", label!="other"), and the query is refused
-// (ErrOutsideNamespace) when it cannot. A query that does not parse, or
+// (ErrOutsideNamespace) when one cannot. A query that does not parse, or
 // that reads no series at all (it would pass or fail on no evidence), is
 // refused too.
 //

@@ -15,8 +15,10 @@
 // Between its updatedReplicas steps, the rollout holds the partition at the
 // last step's count: a pause or an analysis never moves a pod. Before the
 // first, no pod moves. After the last step, the spec's own partition
-// applies, and the rollout goes on to every pod. A step never moves pods
-// back: a smaller count than an earlier step's keeps the earlier one.
+// applies, and the rollout goes on to every pod, unless a hold, or a
+// background analysis without a successful measurement yet, keeps the pods
+// as the steps left them. A step never moves pods back: a smaller count
+// than an earlier step's keeps the earlier one.
 package canary
 
 import (
@@ -95,6 +97,8 @@ type Observed struct {
 	// successful measurement yet: the steps, once all are done, keep the
 	// last step's pods until it has one.
 	BackgroundPending bool
+	// UpdatedLive counts the live pods of Revision, available or not.
+	UpdatedLive int32
 	// Now is the time to judge pauses by, and to start steps at.
 	Now time.Time
 }
@@ -140,16 +144,21 @@ func Advance(steps []Step, p Progress, o Observed) (Decision, error) {
 		// next analysis step has a run of its own, not yet begun.
 		o.Analysis = ""
 	}
-	if o.BackgroundPending && !full && len(steps) > 0 {
-		// The last step's pods stay as they are until the background
+	if (o.Hold || o.BackgroundPending && !full) && len(steps) > 0 {
+		// Every step is done, but the rollout may not go on yet: the
+		// pods stay as the steps left them (up to the last step's count,
+		// and none moved back) until the hold ends, or the background
 		// analysis has judged them once.
 		target, err := updatedTarget(steps, o.Replicas)
 		if err != nil {
 			return Decision{}, err
 		}
-		target = min(target, max(o.Replicas-o.Partition, 0))
-		return Decision{Progress: p, Partition: o.Replicas - target,
-			Waiting: fmt.Sprintf("steps done (%d of %d): the background analysis has no successful measurement yet", len(steps), len(steps))}, nil
+		target = max(min(target, max(o.Replicas-o.Partition, 0)), min(o.UpdatedLive, o.Replicas))
+		d := Decision{Progress: p, Partition: o.Replicas - target, Waiting: fmt.Sprintf("steps done (%d of %d)", len(steps), len(steps))}
+		if !o.Hold {
+			d.Waiting += ": the background analysis has no successful measurement yet"
+		}
+		return d, nil
 	}
 	return Decision{Progress: p, Partition: o.Partition, Done: true}, nil
 }

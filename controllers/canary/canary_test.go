@@ -117,6 +117,18 @@ func TestAdvance(t *testing.T) {
 				o.BackgroundPending = true
 			}),
 			step: 5, started: t0.Add(time.Hour), partition: 5, waiting: "steps done (5 of 5): the background analysis has no successful measurement yet"},
+		{name: "a hold after the last step keeps the pods, the updated ones not moved back", progress: at(5, t0),
+			observed: observed(func(o *Observed) { o.UpdatedAvailable, o.UpdatedLive, o.Hold = 6, 7, true }),
+			step:     5, started: t0, partition: 3, waiting: "steps done (5 of 5)"},
+		{name: "a hold after the last step keeps the pods against a full promotion too", progress: at(5, t0),
+			observed: observed(func(o *Observed) {
+				o.UpdatedLive, o.Hold = 5, true
+				o.Promotion = &Promotion{Revision: "web-2", Full: true}
+			}),
+			step: 5, started: t0, partition: 5},
+		{name: "the background analysis pending moves no updated pod back", progress: at(5, t0),
+			observed: observed(func(o *Observed) { o.UpdatedLive, o.BackgroundPending = 8, true }),
+			step:     5, started: t0, partition: 2, waiting: "the background analysis has no successful measurement yet"},
 		{name: "the background analysis pending holds no step before the last", progress: at(0, t0),
 			observed: observed(func(o *Observed) { o.UpdatedAvailable = 1; o.BackgroundPending = true }),
 			step:     1, started: t0.Add(time.Hour), partition: 9, waiting: "step 2 of 5: analysis not started"},

@@ -77,6 +77,9 @@ type Canary struct {
 	// Hold is ReasonAnalysisInconclusive or ReasonAnalysisError when an
 	// analysis reached its limit and holds the rollout.
 	Hold string
+	// HoldByBackground says that the hold is the background analysis's,
+	// which only a full promotion or an abort ends.
+	HoldByBackground bool
 	// Invalid says which analysis cannot run as written, and why.
 	Invalid string
 }
@@ -355,6 +358,9 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	case f.canary != nil && f.canary.Hold != "":
 		c.Status, c.Reason = metav1.ConditionUnknown, f.canary.Hold
 		c.Message = step + "; held until `kubectl podset rollout promote` or `abort`"
+		if f.canary.HoldByBackground {
+			c.Message = step + "; held until `kubectl podset rollout promote --full` or `abort`"
+		}
 	case f.canary != nil && f.canary.Paused:
 		c.Status, c.Reason = metav1.ConditionUnknown, appv1alpha1.ReasonCanaryPaused
 		c.Message = step

@@ -144,8 +144,9 @@ type canaryScenario struct {
 	// badToRetreat is from the first failed measurement to the retreat's
 	// decision, both from the status (to the second), and badToGone from
 	// that measurement until the test saw no pod of the revision left, for
-	// a retreat.
+	// a retreat (retreated).
 	badToRetreat, badToGone time.Duration
+	retreated               bool
 	// took is from the change until no pod of its revision was left, for
 	// a retreat; until the rollout completed or held, otherwise.
 	took     time.Duration
@@ -162,7 +163,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	ns := newNamespace(t, "real-canary", restricted)
 	const name, replicas = "store", 4
 
-	prom := startPodMonitorPrometheus(t, ns)
+	prom := startPodMonitorPrometheus(t, ns, realPrometheusAddr, appv1alpha1.LabelRevisionHash)
 	step("Prometheus on %s discovers the pods of %s through the API server, as a PodMonitor's configuration does; the manager has ANALYSIS_PROMETHEUS_URL=http://%s", realPrometheusAddr, ns, realPrometheusAddr)
 
 	svc := &corev1.Service{
@@ -191,23 +192,11 @@ func testRealCanaryAnalysis(t *testing.T) {
 	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	Eventually(func() string { return getOnce(url) }).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(BeEmpty())
 
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	done := make(chan *loadclient.Result, 1)
-	go func() {
-		done <- loadclient.Run(loadCtx, loadclient.Options{URL: url, PerSecond: zeroDowntimeRate, Timeout: 2 * time.Second})
-	}()
-	load := func() *loadclient.Result { stopLoad(); return <-done }
-	defer stopLoad()
+	table := startScenarioLog(ctx, url)
+	defer table.stop()
 	step("%d pods of v1 behind %s, %d requests a second over new connections and as many kept alive", replicas, url, zeroDowntimeRate)
 	time.Sleep(2 * time.Second)
 
-	// Each scenario's figures, and the window of the client's failures
-	// that are its own.
-	type window struct {
-		row        *canaryScenario
-		start, end time.Time
-	}
-	var windows []window
 	patch := func(ops ...string) {
 		Expect(env.admin.Patch(ctx, &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 			client.RawPatch(types.JSONPatchType, []byte("["+strings.Join(ops, ",")+"]")))).To(Succeed())
@@ -243,7 +232,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	gone := time.Now()
 	v2row := &canaryScenario{name: "v2, 30% 500s: rolled back", took: gone.Sub(start), mostPods: mostV2()}
-	windows = append(windows, window{v2row, start, gone})
+	table.add(v2row, start)
 	Expect(rb.Trigger).To(Equal("AnalysisFailed"))
 	Expect(rb.FailedRevision).To(Equal(v2))
 	Expect(run.Name).To(Equal("steps[1]"), "retreated at the first analysis step")
@@ -251,7 +240,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	Expect(run.Measurements).NotTo(BeEmpty())
 	firstBad := run.Measurements[0]
 	Expect(firstBad.Phase).To(Equal("Failed"))
-	v2row.badToRetreat = rb.Time.Sub(firstBad.Time.Time)
+	v2row.retreated, v2row.badToRetreat = true, rb.Time.Sub(firstBad.Time.Time)
 	v2row.badToGone = gone.Sub(firstBad.Time.Time)
 	Expect(v2row.mostPods).To(BeNumerically("<=", 1), "more pods than the step's one ran v2")
 	step("v2: measured %s (Failed); the retreat decided %s later, every pod of v2 gone %s later (%s after the change); at most %d pod of v2",
@@ -268,7 +257,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	mostV3 := watchMostPods(ctx, ns, name, hashOf(v3))
 	waitCanaryDone(ctx, ns, name, v3, replicas)
 	v3row := &canaryScenario{name: "v3, good, with a background analysis: promoted", took: time.Since(start), mostPods: mostV3()}
-	windows = append(windows, window{v3row, start, time.Now()})
+	table.add(v3row, start)
 	// The status keeps the last analysis step's run and the background
 	// run, which ended with the rollout; the events tell of each.
 	var background appv1alpha1.AnalysisRunStatus
@@ -286,6 +275,9 @@ func testRealCanaryAnalysis(t *testing.T) {
 	Eventually(func(g Gomega) []string {
 		return analysisEvents(g, ctx, ns, name, "AnalysisSucceeded", v3)
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(ConsistOf("steps[1]", "steps[3]"))
+	Eventually(func(g Gomega) []string {
+		return analysisEvents(g, ctx, ns, name, "AnalysisEnded", v3)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(ConsistOf("background"))
 	step("v3: both analyses Successful, every step done %s after the change; the background analysis %s",
 		v3row.took.Round(100*time.Millisecond), background.Message)
 
@@ -297,7 +289,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	mostV4 := watchMostPods(ctx, ns, name, hashOf(v4))
 	waitCanaryDone(ctx, ns, name, v4, replicas)
 	v4row := &canaryScenario{name: "v4, 30% 500s, dry run: let through", took: time.Since(start), mostPods: mostV4()}
-	windows = append(windows, window{v4row, start, time.Now()})
+	table.add(v4row, start)
 	p := getPodSet(Default, ctx, ns, name)
 	Expect(p.Status.Canary.Analyses).To(HaveLen(1))
 	run = p.Status.Canary.Analyses[0]
@@ -331,13 +323,16 @@ func testRealCanaryAnalysis(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	gone = time.Now()
 	v5row := &canaryScenario{name: "v5, 50% 500s, background analysis, paused: rolled back (the stable pods are v4's)", took: gone.Sub(start), mostPods: mostV5()}
-	windows = append(windows, window{v5row, start, gone})
+	table.add(v5row, start)
 	Expect(rb.Trigger).To(Equal("AnalysisFailed"))
 	Expect(rb.Message).To(ContainSubstring("background analysis failed"))
 	Expect(background.Name).To(Equal("background"))
 	Expect(background.Phase).To(Equal("Failed"))
+	Expect(background.Measurements).NotTo(BeEmpty())
 	firstBad = background.Measurements[0]
-	v5row.badToRetreat, v5row.badToGone = rb.Time.Sub(firstBad.Time.Time), gone.Sub(firstBad.Time.Time)
+	Expect(firstBad.Phase).To(Equal("Failed"))
+	Expect(getPodSet(Default, ctx, ns, name).Status.Canary.Step).To(BeEquivalentTo(1), "retreated in the pause")
+	v5row.retreated, v5row.badToRetreat, v5row.badToGone = true, rb.Time.Sub(firstBad.Time.Time), gone.Sub(firstBad.Time.Time)
 	Expect(v5row.mostPods).To(BeNumerically("<=", 1), "more pods than the step's one ran v5")
 	step("v5: the background analysis measured %s (Failed) in the pause; the retreat decided %s later, every pod of v5 gone %s later; at most %d pod of v5",
 		firstBad.Value, v5row.badToRetreat, v5row.badToGone.Round(100*time.Millisecond), v5row.mostPods)
@@ -373,32 +368,11 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(p.Status.LastCompletedRevision).To(Equal(v4))
 	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
 	v6row := &canaryScenario{name: "v6, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV6()}
-	windows = append(windows, window{v6row, start, time.Now()})
+	table.add(v6row, start)
 	step("v6, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
 		held.Round(time.Second), run.Errors)
 
-	time.Sleep(2 * time.Second)
-	result := load()
-	for _, f := range result.Failures() {
-		for _, w := range windows {
-			if !f.At.Before(w.start) && f.At.Before(w.end) {
-				if w.row.failures == nil {
-					w.row.failures = map[string]int{}
-				}
-				w.row.failures[f.Reason]++
-			}
-		}
-	}
-	step("the client: %s", result)
-	fmt.Printf("| scenario | first failed measurement to retreat decided / last pod gone | took | most pods of the new revision | failed requests the client saw |\n|---|---|---|---|---|\n")
-	for _, w := range windows {
-		retreat := "-"
-		if w.row == v2row || w.row == v5row {
-			retreat = w.row.badToRetreat.String() + " / " + w.row.badToGone.Round(100*time.Millisecond).String()
-		}
-		fmt.Printf("| %s | %s | %s | %d | %s |\n", w.row.name, retreat, w.row.took.Round(100*time.Millisecond), w.row.mostPods, describeFailures(w.row.failures))
-	}
-
+	Expect(table.finish("PodSet")).To(BeEmpty(), "requests failed before any change")
 	// What the client saw: the 500s of the failing versions, and not one
 	// request lost to the pods' changes. The failing versions' 500s show
 	// the analyses judged what the client saw. (During v6's scenario the
@@ -413,13 +387,14 @@ func testRealCanaryAnalysis(t *testing.T) {
 	Expect(v3row.failures).To(BeEmpty())
 }
 
-// startPodMonitorPrometheus starts Prometheus on realPrometheusAddr,
-// discovering the pods of ns through the API server and labelling their
-// series as the Prometheus Operator does for a PodMonitor of the pods'
-// "http" port with podTargetLabels: [controller-revision-hash].
-func startPodMonitorPrometheus(t *testing.T, ns string) *localcluster.Process {
-	dir := filepath.Join(env.cluster.WorkDir(), "canary-prometheus")
+// startPodMonitorPrometheus starts Prometheus on addr, discovering the
+// pods of ns through the API server and labelling their series as the
+// Prometheus Operator does for a PodMonitor of the pods' "http" port with
+// podTargetLabels: [hashLabel] (controller-revision-hash for a PodSet's).
+func startPodMonitorPrometheus(t *testing.T, ns, addr, hashLabel string) *localcluster.Process {
+	dir := filepath.Join(env.cluster.WorkDir(), "prometheus-"+ns)
 	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	sanitized := strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(hashLabel)
 	config := fmt.Sprintf(`global: {scrape_interval: 1s}
 scrape_configs:
 - job_name: podMonitor/%[1]s/web/0
@@ -430,21 +405,21 @@ scrape_configs:
   relabel_configs:
   - {source_labels: [__meta_kubernetes_pod_label_app], regex: web, action: keep}
   - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: http, action: keep}
-  - {source_labels: [__meta_kubernetes_pod_label_controller_revision_hash], target_label: controller_revision_hash}
+  - {source_labels: [__meta_kubernetes_pod_label_%[3]s], target_label: %[3]s}
   - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
   - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-`, ns, env.cluster.KubeconfigPath())
+`, ns, env.cluster.KubeconfigPath(), sanitized)
 	Expect(os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644)).To(Succeed())
-	prom, err := localcluster.StartProcess("prometheus-canary", os.Getenv("PROMETHEUS"), []string{
+	prom, err := localcluster.StartProcess("prometheus-"+ns, os.Getenv("PROMETHEUS"), []string{
 		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + realPrometheusAddr,
-	}, nil, filepath.Join(env.cluster.LogDir(), "prometheus-canary.log"))
+		"--web.listen-address=" + addr,
+	}, nil, filepath.Join(env.cluster.LogDir(), "prometheus-"+ns+".log"))
 	Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = prom.Stop() })
-	api := &promapi.Client{Base: "http://" + realPrometheusAddr + "/api/v1"}
+	api := &promapi.Client{Base: "http://" + addr + "/api/v1"}
 	Eventually(func() error { _, err := api.Get(t.Context(), "/status/buildinfo"); return err }).
-		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Prometheus did not start; see prometheus-canary.log")
+		WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Prometheus did not start; see prometheus-%s.log", ns)
 	return prom
 }
 
@@ -485,6 +460,63 @@ func analysisEvents(g Gomega, ctx context.Context, ns, name, reason, revision st
 		}
 	}
 	return runs
+}
+
+// scenarioLog runs the load client through a Service for a series of
+// scenarios, and gives each the failed requests of its own time window.
+type scenarioLog struct {
+	stop   context.CancelFunc
+	done   chan *loadclient.Result
+	rows   []*canaryScenario
+	starts []time.Time
+}
+
+func startScenarioLog(ctx context.Context, url string) *scenarioLog {
+	ctx, stop := context.WithCancel(ctx)
+	l := &scenarioLog{stop: stop, done: make(chan *loadclient.Result, 1)}
+	go func() {
+		l.done <- loadclient.Run(ctx, loadclient.Options{URL: url, PerSecond: zeroDowntimeRate, Timeout: 2 * time.Second})
+	}()
+	return l
+}
+
+// add records a scenario, begun at start.
+func (l *scenarioLog) add(row *canaryScenario, start time.Time) {
+	l.rows, l.starts = append(l.rows, row), append(l.starts, start)
+}
+
+// finish stops the client, gives each scenario the failures from its start
+// to the next one's (the last, to the end), prints the table of what
+// controller ran them, and returns the failures before the first scenario.
+func (l *scenarioLog) finish(controller string) (before []loadclient.Failure) {
+	time.Sleep(2 * time.Second)
+	l.stop()
+	result := <-l.done
+	for _, f := range result.Failures() {
+		i := len(l.rows) - 1
+		for i >= 0 && f.At.Before(l.starts[i]) {
+			i--
+		}
+		if i < 0 {
+			before = append(before, f)
+			continue
+		}
+		row := l.rows[i]
+		if row.failures == nil {
+			row.failures = map[string]int{}
+		}
+		row.failures[f.Reason]++
+	}
+	step("%s, the client: %s", controller, result)
+	fmt.Printf("| %s: scenario | first failed measurement to retreat decided / last pod gone | took | most pods of the new revision | failed requests the client saw |\n|---|---|---|---|---|\n", controller)
+	for _, row := range l.rows {
+		retreat := "-"
+		if row.retreated {
+			retreat = row.badToRetreat.String() + " / " + row.badToGone.Round(100*time.Millisecond).String()
+		}
+		fmt.Printf("| %s | %s | %s | %d | %s |\n", row.name, retreat, row.took.Round(100*time.Millisecond), row.mostPods, describeFailures(row.failures))
+	}
+	return before
 }
 
 // describeFailures is "none", or each reason with its count.
