@@ -198,7 +198,7 @@ vet: ## Run go vet.
 # Two runs cover every file once: the first with every test tag, the second
 # for the files that the realnode tag leaves out (test/olm's !realnode suites).
 lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint over every file: with the test tags, then test/olm without them.
-	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode,multiarch ./...
+	$(GOLANGCI_LINT) run --build-tags e2e,chaos,realnode,multiarch,argorollouts ./...
 	$(GOLANGCI_LINT) run ./test/olm/...
 
 .PHONY: verify-generated
@@ -576,6 +576,20 @@ test-real-node: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK)
 	K8S_BIN=$(K8S_BIN) $(REAL_NODE_TEST) -timeout 35m -run '$(REAL_NODE_RUN)' ./test/e2e/
 	K8S_BIN=$(K8S_BIN) NODE_IMAGES=$(NODE_IMAGES) LOCALCLUSTER_BIN=$(LOCALBIN)/localcluster \
 	  $(GO) test -tags e2e,realnode -count=1 -v -timeout 10m -run 'TestRealNodeCrashIsCleanedUp|TestCleanupRefusesWhileARealNodeRuns' ./test/localcluster/
+
+# Argo Rollouts' controller, for the side-by-side run of the canary scenarios
+# (not part of CI: it is a comparison, built with a newer Go toolchain).
+ARGO_ROLLOUTS_VERSION ?= v1.10.2
+ARGO_ROLLOUTS_BIN ?= $(LOCALBIN)/argo-rollouts-$(ARGO_ROLLOUTS_VERSION)
+$(ARGO_ROLLOUTS_BIN)/rollouts-controller: hack/build-argo-rollouts.sh
+	ARGO_ROLLOUTS_VERSION=$(ARGO_ROLLOUTS_VERSION) hack/build-argo-rollouts.sh $(ARGO_ROLLOUTS_BIN)
+
+# ARGO_RUN picks the tests (go test -run): both sides by default.
+ARGO_RUN ?= ^(TestRealNode|TestArgoRolloutsSideBySide)$$/^CanaryAnalysis$$
+.PHONY: compare-argo-rollouts
+compare-argo-rollouts: cluster-tools real-node-tools build $(KUSTOMIZE) $(NODE_IMAGES)/manager.tar $(NODE_IMAGES)/canary-app.tar $(OPENSHIFT_BIN)/sccadmission $(ARGO_ROLLOUTS_BIN)/rollouts-controller ## On a real node (needs root): the canary scenarios of TestRealNode/CanaryAnalysis for a PodSet, then for an Argo Rollouts Rollout with the same pods, steps and query (ARGO_ROLLOUTS_VERSION, built from its module); prints both tables.
+	K8S_BIN=$(K8S_BIN) ARGO_ROLLOUTS_BIN=$(ARGO_ROLLOUTS_BIN) $(REAL_NODE_TEST) -tags e2e,realnode,argorollouts -timeout 30m \
+	  -run '$(ARGO_RUN)' ./test/e2e/
 
 .PHONY: test-real-node-resize
 test-real-node-resize: cluster-tools real-node-tools build $(KUSTOMIZE) $(OPERATOR_SDK) $(NODE_IMAGES)/scorecard-test.tar $(NODE_IMAGES)/manager.tar $(REAL_NODE_RESIZE_TOOLS) ## The real-node suite's in-place scenarios on Kubernetes K8S_RESIZE_VERSION (API server, controller-manager, scheduler, kubelet and kube-proxy of that release; needs root): resizes follow that release's rules.

@@ -232,7 +232,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	gone := time.Now()
 	v2row := &canaryScenario{name: "v2, 30% 500s: rolled back", took: gone.Sub(start), mostPods: mostV2()}
-	table.add(v2row, start)
+	table.add(v2row, start, gone)
 	Expect(rb.Trigger).To(Equal("AnalysisFailed"))
 	Expect(rb.FailedRevision).To(Equal(v2))
 	Expect(run.Name).To(Equal("steps[1]"), "retreated at the first analysis step")
@@ -257,7 +257,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	mostV3 := watchMostPods(ctx, ns, name, hashOf(v3))
 	waitCanaryDone(ctx, ns, name, v3, replicas)
 	v3row := &canaryScenario{name: "v3, good, with a background analysis: promoted", took: time.Since(start), mostPods: mostV3()}
-	table.add(v3row, start)
+	table.add(v3row, start, start.Add(v3row.took))
 	// The status keeps the last analysis step's run and the background
 	// run, which ended with the rollout; the events tell of each.
 	var background appv1alpha1.AnalysisRunStatus
@@ -289,7 +289,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	mostV4 := watchMostPods(ctx, ns, name, hashOf(v4))
 	waitCanaryDone(ctx, ns, name, v4, replicas)
 	v4row := &canaryScenario{name: "v4, 30% 500s, dry run: let through", took: time.Since(start), mostPods: mostV4()}
-	table.add(v4row, start)
+	table.add(v4row, start, start.Add(v4row.took))
 	p := getPodSet(Default, ctx, ns, name)
 	Expect(p.Status.Canary.Analyses).To(HaveLen(1))
 	run = p.Status.Canary.Analyses[0]
@@ -323,7 +323,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	gone = time.Now()
 	v5row := &canaryScenario{name: "v5, 50% 500s, background analysis, paused: rolled back (the stable pods are v4's)", took: gone.Sub(start), mostPods: mostV5()}
-	table.add(v5row, start)
+	table.add(v5row, start, gone)
 	Expect(rb.Trigger).To(Equal("AnalysisFailed"))
 	Expect(rb.Message).To(ContainSubstring("background analysis failed"))
 	Expect(background.Name).To(Equal("background"))
@@ -368,15 +368,19 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(p.Status.LastCompletedRevision).To(Equal(v4))
 	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
 	v6row := &canaryScenario{name: "v6, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV6()}
-	table.add(v6row, start)
+	table.add(v6row, start, start.Add(v6row.took))
 	step("v6, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
 		held.Round(time.Second), run.Errors)
 
-	Expect(table.finish("PodSet")).To(BeEmpty(), "requests failed before any change")
+	before, between := table.finish("PodSet")
+	Expect(before).To(BeEmpty(), "requests failed before any change")
 	// What the client saw: the 500s of the failing versions, and not one
 	// request lost to the pods' changes. The failing versions' 500s show
 	// the analyses judged what the client saw. (During v6's scenario the
 	// stable pods are v4's, which answer 500 as well.)
+	for reason := range between {
+		Expect(reason).To(Equal("HTTP 500"), "between the scenarios, a request failed otherwise than by the server's 500: %s", describeFailures(between))
+	}
 	for _, row := range []*canaryScenario{v2row, v3row, v4row, v5row, v6row} {
 		for reason := range row.failures {
 			Expect(reason).To(Equal("HTTP 500"), "%s: a request failed otherwise than by the server's 500: %s", row.name, describeFailures(row.failures))
@@ -463,12 +467,14 @@ func analysisEvents(g Gomega, ctx context.Context, ns, name, reason, revision st
 }
 
 // scenarioLog runs the load client through a Service for a series of
-// scenarios, and gives each the failed requests of its own time window.
+// scenarios, and gives each the failed requests of its own time window:
+// from its change until its outcome. Those between the windows are the
+// stable revision's own.
 type scenarioLog struct {
-	stop   context.CancelFunc
-	done   chan *loadclient.Result
-	rows   []*canaryScenario
-	starts []time.Time
+	stop    context.CancelFunc
+	done    chan *loadclient.Result
+	rows    []*canaryScenario
+	windows [][2]time.Time
 }
 
 func startScenarioLog(ctx context.Context, url string) *scenarioLog {
@@ -480,32 +486,33 @@ func startScenarioLog(ctx context.Context, url string) *scenarioLog {
 	return l
 }
 
-// add records a scenario, begun at start.
-func (l *scenarioLog) add(row *canaryScenario, start time.Time) {
-	l.rows, l.starts = append(l.rows, row), append(l.starts, start)
+// add records a scenario and its window.
+func (l *scenarioLog) add(row *canaryScenario, start, end time.Time) {
+	l.rows, l.windows = append(l.rows, row), append(l.windows, [2]time.Time{start, end})
 }
 
-// finish stops the client, gives each scenario the failures from its start
-// to the next one's (the last, to the end), prints the table of what
-// controller ran them, and returns the failures before the first scenario.
-func (l *scenarioLog) finish(controller string) (before []loadclient.Failure) {
+// finish stops the client, gives each scenario its failures, prints the
+// table of what controller ran them, and returns the failures outside
+// every window: before the first (there should be none), and between
+// them, by reason.
+func (l *scenarioLog) finish(controller string) (before []loadclient.Failure, between map[string]int) {
 	time.Sleep(2 * time.Second)
 	l.stop()
 	result := <-l.done
+	between = map[string]int{}
 	for _, f := range result.Failures() {
-		i := len(l.rows) - 1
-		for i >= 0 && f.At.Before(l.starts[i]) {
-			i--
-		}
-		if i < 0 {
+		i := slices.IndexFunc(l.windows, func(w [2]time.Time) bool { return !f.At.Before(w[0]) && f.At.Before(w[1]) })
+		switch {
+		case i >= 0:
+			if l.rows[i].failures == nil {
+				l.rows[i].failures = map[string]int{}
+			}
+			l.rows[i].failures[f.Reason]++
+		case len(l.windows) == 0 || f.At.Before(l.windows[0][0]):
 			before = append(before, f)
-			continue
+		default:
+			between[f.Reason]++
 		}
-		row := l.rows[i]
-		if row.failures == nil {
-			row.failures = map[string]int{}
-		}
-		row.failures[f.Reason]++
 	}
 	step("%s, the client: %s", controller, result)
 	fmt.Printf("| %s: scenario | first failed measurement to retreat decided / last pod gone | took | most pods of the new revision | failed requests the client saw |\n|---|---|---|---|---|\n", controller)
@@ -516,7 +523,8 @@ func (l *scenarioLog) finish(controller string) (before []loadclient.Failure) {
 		}
 		fmt.Printf("| %s | %s | %s | %d | %s |\n", row.name, retreat, row.took.Round(100*time.Millisecond), row.mostPods, describeFailures(row.failures))
 	}
-	return before
+	fmt.Printf("| between the scenarios (the stable pods) | | | | %s |\n", describeFailures(between))
+	return before, between
 }
 
 // describeFailures is "none", or each reason with its count.
