@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,18 +162,19 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	full := o.Promotion != nil && o.Promotion.Revision == rs.Update.Name && o.Promotion.Full
 	if bg := spec.BackgroundAnalysis; !frozen && !paused {
 		switch run := runNamed(cur, backgroundRun); {
-		case bg == nil || full:
-			// --full ends the background run with the steps, as does
-			// its removal from the spec; a failure not yet acted upon
-			// still retreats.
+		case bg == nil && run != nil:
+			// Removed from the spec: its run goes, so that one added
+			// again starts afresh.
+			cur.Analyses = slices.DeleteFunc(cur.Analyses, func(a appv1alpha1.AnalysisRunStatus) bool { return a.Name == backgroundRun })
+			r.forgetRunNamed(ps, backgroundRun)
+		case bg == nil:
+		case full:
+			// --full ends the background run with the steps; a failure
+			// not yet acted upon still retreats.
 			if run != nil && run.Phase == string(analysis.RunFailed) && !run.DryRun && s.canaryFailure == nil {
 				s.canaryFailure = &retreat.Failure{Trigger: retreat.AnalysisFailed, Detail: runFailure("background analysis", run)}
 			}
-			why := "the rollout was promoted in full"
-			if bg == nil {
-				why = "it was removed from the spec"
-			}
-			if ended := endBackgroundRun(cur, why); ended != cur {
+			if ended := endBackgroundRun(cur, "the rollout was promoted in full"); ended != cur {
 				*cur = *ended
 				r.forgetRunNamed(ps, backgroundRun)
 			}
@@ -205,7 +207,14 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 			Detail: fmt.Sprintf("the rollout was aborted (%s) at step %d of %d", appv1alpha1.AnnotationRolloutAbort, cur.Step+1, len(steps))}
 	}
 	progress := canary.Progress{Revision: cur.Revision, Step: int(cur.Step), StepStarted: cur.StepStartTime.Time}
-	o.Hold = report.Hold != "" || report.Invalid != "" || frozen || paused
+	// A failure keeps the pods where they are until auto-rollback takes
+	// them back: after the last step too, where the rollout would
+	// otherwise complete on the failed revision. A failure with no
+	// revision to return to (frozen) holds the steps, but once they are
+	// all done lets the rollout complete, as auto-rollback reports it
+	// until then.
+	o.Hold = report.Hold != "" || report.Invalid != "" || paused ||
+		(s.canaryFailure != nil || frozen) && (!frozen || int(cur.Step) < len(steps))
 	d, err := canary.Advance(steps, progress, o)
 	if err != nil {
 		report.Invalid = fmt.Sprintf("spec.updateStrategy.rollingUpdate.canary.%v", err)

@@ -189,7 +189,11 @@ func judge(steps []Step, p Progress, o Observed) (judgement, error) {
 	case step.Pause != nil && step.Pause.Duration != nil:
 		end := p.StepStarted.Add(*step.Pause.Duration)
 		j.stepDone = !o.Now.Before(end) || promoted
-		j.Paused, j.WakeAt = true, end
+		j.Paused = true
+		if o.Now.Before(end) {
+			// A pause over, but held, has nothing to wake for.
+			j.WakeAt = end
+		}
 		j.Waiting = prefix + "paused until " + end.UTC().Format(time.RFC3339)
 	case step.Pause != nil:
 		j.stepDone = promoted

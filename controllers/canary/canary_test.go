@@ -34,17 +34,18 @@ func TestAdvance(t *testing.T) {
 		return o
 	}
 	for _, tc := range []struct {
-		name      string
-		steps     []Step
-		progress  Progress
-		observed  Observed
-		step      int
-		started   time.Time
-		partition int32
-		done      bool
-		paused    bool
-		wakeAt    time.Time
-		waiting   string
+		name       string
+		steps      []Step
+		progress   Progress
+		observed   Observed
+		step       int
+		started    time.Time
+		partition  int32
+		done       bool
+		paused     bool
+		wakeAt     time.Time
+		waiting    string
+		notWaiting string
 	}{
 		{name: "a new revision starts at the first step", progress: Progress{Revision: "web-1", Step: 4, StepStarted: t0},
 			observed: observed(nil), step: 0, started: t0.Add(time.Hour), partition: 9, waiting: "step 1 of 5: 0 of 1 updated pods available"},
@@ -119,13 +120,16 @@ func TestAdvance(t *testing.T) {
 			step: 5, started: t0.Add(time.Hour), partition: 5, waiting: "steps done (5 of 5): the background analysis has no successful measurement yet"},
 		{name: "a hold after the last step keeps the pods, the updated ones not moved back", progress: at(5, t0),
 			observed: observed(func(o *Observed) { o.UpdatedAvailable, o.UpdatedLive, o.Hold = 6, 7, true }),
-			step:     5, started: t0, partition: 3, waiting: "steps done (5 of 5)"},
+			step:     5, started: t0, partition: 3, waiting: "steps done (5 of 5)", notWaiting: "background"},
 		{name: "a hold after the last step keeps the pods against a full promotion too", progress: at(5, t0),
 			observed: observed(func(o *Observed) {
 				o.UpdatedLive, o.Hold = 5, true
 				o.Promotion = &Promotion{Revision: "web-2", Full: true}
 			}),
 			step: 5, started: t0, partition: 5},
+		{name: "a timed pause over but held wakes nothing", progress: at(3, t0),
+			observed: observed(func(o *Observed) { o.UpdatedAvailable, o.Hold = 5, true }), step: 3, started: t0, partition: 5,
+			paused: true},
 		{name: "the background analysis pending moves no updated pod back", progress: at(5, t0),
 			observed: observed(func(o *Observed) { o.UpdatedLive, o.BackgroundPending = 8, true }),
 			step:     5, started: t0, partition: 2, waiting: "the background analysis has no successful measurement yet"},
@@ -158,6 +162,9 @@ func TestAdvance(t *testing.T) {
 			}
 			if !strings.Contains(d.Waiting, tc.waiting) {
 				t.Errorf("waiting %q; want %q in it", d.Waiting, tc.waiting)
+			}
+			if tc.notWaiting != "" && strings.Contains(d.Waiting, tc.notWaiting) {
+				t.Errorf("waiting %q; want no %q in it", d.Waiting, tc.notWaiting)
 			}
 		})
 	}

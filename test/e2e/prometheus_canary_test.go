@@ -248,23 +248,35 @@ scrape_configs:
 		g.Expect(p.Status.Canary.Revision).To(Equal(v1again))
 		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v3)
+	step("Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted", held.Round(time.Second), run.Errors)
+}
+
+// stopPrometheusUntilHeld stops Prometheus while the PodSet's rollout is at
+// an analysis step of one updated pod whose run bears one error in a row,
+// and waits until the run holds the rollout on its errors (AnalysisError).
+// It returns the run and how long after the stop it held, once the held
+// rollout has moved no pod, and completed nothing, for 5 s (lastCompleted
+// is the revision before it).
+func stopPrometheusUntilHeld(ctx context.Context, prom *localcluster.Process, ns, name, lastCompleted string) (appv1alpha1.AnalysisRunStatus, time.Duration) {
 	Expect(prom.Stop()).To(Succeed())
 	stopped := time.Now()
+	var run appv1alpha1.AnalysisRunStatus
 	Eventually(func(g Gomega) {
 		p := getPodSet(g, ctx, ns, name)
 		g.Expect(progressingOf(p)).To(Equal(appv1alpha1.ReasonAnalysisError))
 		run = p.Status.Canary.Analyses[0]
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	held := time.Since(stopped)
 	Expect(run.Phase).To(Equal("Error"))
 	Expect(run.Errors).To(BeEquivalentTo(2))
 	Expect(run.Measurements[len(run.Measurements)-1].Message).To(ContainSubstring("Prometheus could not be reached"))
-	held := time.Since(stopped)
 	Consistently(func(g Gomega) {
 		p := getPodSet(g, ctx, ns, name)
 		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held rollout moves no pod")
-		g.Expect(p.Status.LastCompletedRevision).To(Equal(v3))
+		g.Expect(p.Status.LastCompletedRevision).To(Equal(lastCompleted))
 	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
-	step("Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted", held.Round(time.Second), run.Errors)
+	return run, held
 }
 
 func strconvQuote(s string) string {
@@ -359,11 +371,17 @@ func setPodSetImage(ctx context.Context, ns, name, image string) {
 // watchMostPods polls the PodSet's pods that carry the revision hash, not
 // terminating, until ctx ends, and returns what reports the most it saw.
 func watchMostPods(ctx context.Context, ns, name, hash string) func() int {
+	return watchMostPodsLabelled(ctx, ns, client.MatchingLabels{podSetLabel: name, appv1alpha1.LabelRevisionHash: hash})
+}
+
+// watchMostPodsLabelled polls the pods of ns that carry labels, not
+// terminating, until ctx ends, and returns what reports the most it saw.
+func watchMostPodsLabelled(ctx context.Context, ns string, labels client.MatchingLabels) func() int {
 	var most atomic.Int32
 	go func() {
 		for ctx.Err() == nil {
 			var pods corev1.PodList
-			if env.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name, appv1alpha1.LabelRevisionHash: hash}) == nil {
+			if env.admin.List(ctx, &pods, client.InNamespace(ns), labels) == nil {
 				n := int32(0)
 				for _, p := range pods.Items {
 					if p.DeletionTimestamp == nil {

@@ -11,17 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,14 +113,7 @@ func TestArgoRolloutsSideBySide(t *testing.T) {
 		}
 	}
 
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "web"},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
-		},
-	}
-	Expect(env.admin.Create(ctx, svc)).To(Succeed())
+	svc := newCanaryAppService(t, ns, name)
 	// The PodSet's pods get the restricted profile from the operator; a
 	// Rollout's, as a Deployment's, must carry it themselves.
 	podTemplate := canaryAppTemplate("v1", "0")
@@ -339,25 +329,7 @@ func argoPods(g Gomega, ctx context.Context, ns, hash string) []corev1.Pod {
 // watchMostArgoPods polls the pods of a pod template hash, not terminating,
 // until ctx ends, and returns what reports the most it saw.
 func watchMostArgoPods(ctx context.Context, ns, hash string) func() int {
-	var most atomic.Int32
-	go func() {
-		for ctx.Err() == nil {
-			var pods corev1.PodList
-			if env.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": hash}) == nil {
-				n := int32(0)
-				for _, p := range pods.Items {
-					if p.DeletionTimestamp == nil {
-						n++
-					}
-				}
-				if n > most.Load() {
-					most.Store(n)
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return func() int { return int(most.Load()) }
+	return watchMostPodsLabelled(ctx, ns, client.MatchingLabels{"rollouts-pod-template-hash": hash})
 }
 
 // argoAnalysisRuns lists the AnalysisRuns of a pod template hash.

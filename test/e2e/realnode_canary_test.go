@@ -129,6 +129,20 @@ func errorRatioAnalysis(count *int32, dryRun bool, consecutiveErrorLimit *int32)
 	}
 }
 
+// newCanaryAppService creates the Service name of the canary-app pods
+// (app=web) of ns, on their "http" port.
+func newCanaryAppService(t *testing.T, ns, name string) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	Expect(env.admin.Create(t.Context(), svc)).To(Succeed())
+	return svc
+}
+
 // canarySteps are the scenarios' steps: one pod, an analysis, half the
 // pods, an analysis, then the rest.
 func canarySteps(dryRun bool, consecutiveErrorLimit *int32) []appv1alpha1.CanaryStep {
@@ -166,14 +180,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 	prom := startPodMonitorPrometheus(t, ns, realPrometheusAddr, appv1alpha1.LabelRevisionHash)
 	step("Prometheus on %s discovers the pods of %s through the API server, as a PodMonitor's configuration does; the manager has ANALYSIS_PROMETHEUS_URL=http://%s", realPrometheusAddr, ns, realPrometheusAddr)
 
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "web"},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
-		},
-	}
-	Expect(env.admin.Create(ctx, svc)).To(Succeed())
+	svc := newCanaryAppService(t, ns, name)
 	template := canaryAppTemplate("v1", "0")
 	ps := &appv1alpha1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -353,20 +360,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(p.Status.Canary.Revision).To(Equal(v6))
 		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	Expect(prom.Stop()).To(Succeed())
-	stopped := time.Now()
-	Eventually(func(g Gomega) {
-		p := getPodSet(g, ctx, ns, name)
-		g.Expect(progressingOf(p)).To(Equal(appv1alpha1.ReasonAnalysisError))
-		run = p.Status.Canary.Analyses[0]
-	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	held := time.Since(stopped)
-	Expect(run.Phase).To(Equal("Error"))
-	Consistently(func(g Gomega) {
-		p := getPodSet(g, ctx, ns, name)
-		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held rollout moves no pod")
-		g.Expect(p.Status.LastCompletedRevision).To(Equal(v4))
-	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
+	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v4)
 	v6row := &canaryScenario{name: "v6, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV6()}
 	table.add(v6row, start, start.Add(v6row.took))
 	step("v6, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
