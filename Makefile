@@ -557,7 +557,7 @@ test-multiarch: cluster-tools $(OPERATOR_SDK) $(KUSTOMIZE) $(CYCLONEDX_GOMOD) $(
 	  $(GO) test -tags multiarch ./test/multiarch/ -count=1 -v -timeout=30m
 
 .PHONY: test-chaos
-test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader-elected replicas, a PodSet scaling and rolling through each fault (about 13 min; CI runs it in two halves at once).
+test-chaos: cluster-tools build $(KUSTOMIZE) ## Run the fault matrix: two leader-elected replicas, a PodSet scaling and rolling through each fault (about 13 min; CI runs it as a lane of its own, beside the others).
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e,chaos -p 1 -count=1 -v -timeout 60m -run TestChaos ./test/e2e/
