@@ -85,7 +85,7 @@ func (r *PodSetReconciler) decideRollback(ctx context.Context, s *podSetScope) e
 	o := retreat.Observed{
 		Enabled:               true,
 		Retry:                 retry,
-		Paused:                ps.Spec.UpdateStrategy.RollingUpdate.Paused,
+		Paused:                rolloutPaused(ps),
 		UpdateRevision:        rs.Update.Name,
 		LastCompletedRevision: ps.Status.LastCompletedRevision,
 		DeadlineExceeded:      podFailures && deadlineExceeded(ps, rs.Update.Name),
@@ -208,15 +208,28 @@ func rollbackReport(d retreat.Decision, prev *appv1alpha1.AutoRollbackStatus, co
 	return status.Rollback{}
 }
 
-// autoRollbackOf is the PodSet's auto-rollback settings, nil when it is off
-// (or the strategy is OnDelete, where the operator replaces no pod for its
-// template).
+// autoRollbackOf is the PodSet's auto-rollback settings, those of its
+// strategy (rollingUpdate's or recreate's); nil when it is off, or the
+// strategy is OnDelete, where the operator replaces no pod for its template.
 func autoRollbackOf(ps *appv1alpha1.PodSet) *appv1alpha1.AutoRollback {
 	us := ps.Spec.UpdateStrategy
-	if us.Type == appv1alpha1.OnDeleteStrategyType || us.RollingUpdate == nil {
-		return nil
+	if us.Type == appv1alpha1.RecreateStrategyType {
+		if us.Recreate == nil {
+			return nil
+		}
+		return us.Recreate.AutoRollback
 	}
-	return us.RollingUpdate.AutoRollback
+	if ru := us.RollingUpdateSettings(); ru != nil {
+		return ru.AutoRollback
+	}
+	return nil
+}
+
+// rolloutPaused reports whether a RollingUpdate is paused (no other
+// strategy pauses).
+func rolloutPaused(ps *appv1alpha1.PodSet) bool {
+	ru := ps.Spec.UpdateStrategy.RollingUpdateSettings()
+	return ru != nil && ru.Paused
 }
 
 // deadlineExceeded reports whether the status says that the rollout to the

@@ -107,7 +107,7 @@ func (r *PodSetReconciler) stepCanary(s *podSetScope, afresh bool) {
 	// spec.updateStrategy.rollingUpdate.paused stops the steps where they
 	// are: no step ends, and no measurement is taken (one in flight is
 	// recorded on the resume). A timed pause's time counts on.
-	paused := ps.Spec.UpdateStrategy.RollingUpdate.Paused
+	paused := rolloutPaused(ps)
 
 	cur := kept.DeepCopy()
 	if cur == nil {
@@ -557,13 +557,13 @@ type canarySpec struct {
 }
 
 // canaryOf is the PodSet's canary, nil when it has none (or the strategy
-// is OnDelete, where the operator replaces no pod for its template).
+// is not RollingUpdate: a canary moves a share of the pods).
 func canaryOf(ps *appv1alpha1.PodSet) *canarySpec {
-	us := ps.Spec.UpdateStrategy
-	if us.Type == appv1alpha1.OnDeleteStrategyType || us.RollingUpdate == nil || us.RollingUpdate.Canary == nil {
+	ru := ps.Spec.UpdateStrategy.RollingUpdateSettings()
+	if ru == nil || ru.Canary == nil {
 		return nil
 	}
-	return &canarySpec{Canary: us.RollingUpdate.Canary, partition: us.RollingUpdate.Partition}
+	return &canarySpec{Canary: ru.Canary, partition: ru.Partition}
 }
 
 // canarySteps are the spec's steps, as the canary package counts them.

@@ -144,7 +144,7 @@ func (r *PodSetReconciler) resize(ctx context.Context, s *podSetScope, pod *slim
 
 // inPlaceGracePeriod is spec.updateStrategy.rollingUpdate.inPlace.gracePeriodSeconds.
 func inPlaceGracePeriod(ps *appv1alpha1.PodSet) time.Duration {
-	if ru := ps.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.InPlace != nil {
+	if ru := ps.Spec.UpdateStrategy.RollingUpdateSettings(); ru != nil && ru.InPlace != nil {
 		return time.Duration(ru.InPlace.GracePeriodSeconds) * time.Second
 	}
 	return 0

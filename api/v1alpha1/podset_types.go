@@ -175,7 +175,7 @@ type PodSetSpec struct {
 }
 
 // UpdateStrategyType is how pods take a new pod template.
-// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete;Recreate
 type UpdateStrategyType string
 
 const (
@@ -186,14 +186,26 @@ const (
 	// changed: a pod takes the new template only when it is replaced for
 	// another reason (deleted, terminated, scaled).
 	OnDeleteStrategyType UpdateStrategyType = "OnDelete"
+	// RecreateStrategyType deletes every pod of the old revisions at once,
+	// and creates the new revision's pods only once they are all gone.
+	RecreateStrategyType UpdateStrategyType = "Recreate"
 )
 
 // UpdateStrategy says how pods are moved to a changed pod template.
 // +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",message="rollingUpdate may only be set when type is RollingUpdate",fieldPath=".rollingUpdate"
 type UpdateStrategy struct {
-	// type is RollingUpdate (the default: pods are replaced within maxSurge
-	// and maxUnavailable) or OnDelete (a pod takes the new template only
-	// when it is replaced for another reason).
+	// type is how pods move to a changed pod template:
+	//   - RollingUpdate (the default): pods are replaced within maxSurge and
+	//     maxUnavailable;
+	//   - OnDelete: a pod takes the new template only when it is replaced
+	//     for another reason;
+	//   - Recreate: every pod of an older revision is deleted at once, and
+	//     the new revision's pods are created only once those are gone
+	//     (not only Terminating), as a Deployment's Recreate does: for
+	//     applications of which two versions must never run at once (a
+	//     ReadWriteOnce volume, a single writer, a schema migration).
+	//     While an old pod remains, no pod is created, not even to scale up
+	//     or to replace a deleted one.
 	// +kubebuilder:default=RollingUpdate
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
@@ -202,6 +214,34 @@ type UpdateStrategy struct {
 	// defaults apply.
 	// +optional
 	RollingUpdate *RollingUpdate `json:"rollingUpdate,omitempty"`
+
+	// recreate tunes the Recreate strategy. It may only be set when type
+	// is Recreate: the operator's admission policy refuses it otherwise
+	// (Kubernetes 1.30 and later), and the operator moves no pod and says
+	// why in the ReplicaFailure condition.
+	// +optional
+	Recreate *RecreateUpdate `json:"recreate,omitempty"`
+}
+
+// RollingUpdateSettings is rollingUpdate when the strategy is RollingUpdate,
+// and nil otherwise.
+func (s UpdateStrategy) RollingUpdateSettings() *RollingUpdate {
+	if s.Type != "" && s.Type != RollingUpdateStrategyType {
+		return nil
+	}
+	return s.RollingUpdate
+}
+
+// RecreateUpdate tunes a Recreate update.
+type RecreateUpdate struct {
+	// autoRollback, when set, returns the pods to the last revision that
+	// completed (status.lastCompletedRevision) when the rollout to a new
+	// one fails, as rollingUpdate.autoRollback does: the new revision's
+	// pods are deleted, and the completed revision's pods are created once
+	// they are gone. Off when absent; `autoRollback: {}` turns it on with
+	// the defaults.
+	// +optional
+	AutoRollback *AutoRollback `json:"autoRollback,omitempty"`
 }
 
 // RollingUpdate tunes a rolling update.

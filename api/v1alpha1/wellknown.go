@@ -46,9 +46,12 @@ const (
 	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
 	// Progressing.
-	ReasonScalingUp                = "ScalingUp"
-	ReasonScalingDown              = "ScalingDown"
-	ReasonRollingUpdate            = "RollingUpdate"
+	ReasonScalingUp     = "ScalingUp"
+	ReasonScalingDown   = "ScalingDown"
+	ReasonRollingUpdate = "RollingUpdate"
+	// ReasonWaitingForOldPods: a Recreate rollout waits for the pods of
+	// older revisions to be gone before it creates any.
+	ReasonWaitingForOldPods        = "WaitingForOldPods"
 	ReasonWaitingForAvailability   = "WaitingForAvailability"
 	ReasonNewRevisionAvailable     = "NewRevisionAvailable"
 	ReasonPaused                   = "Paused"

@@ -36,8 +36,8 @@ func newPauseCommand(o *options, pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if ps.Spec.UpdateStrategy.Type == appv1alpha1.OnDeleteStrategyType {
-				return fmt.Errorf("podset %q uses the OnDelete update strategy: it has no rollout to %s", ps.Name, verb)
+			if t := ps.Spec.UpdateStrategy.Type; t == appv1alpha1.OnDeleteStrategyType || t == appv1alpha1.RecreateStrategyType {
+				return fmt.Errorf("podset %q uses the %s update strategy: only a RollingUpdate rollout can be %s", ps.Name, t, done)
 			}
 			if isPaused(ps) == pause {
 				return fmt.Errorf("podset.app.example.com %q is not paused", ps.Name)
@@ -53,7 +53,7 @@ func newPauseCommand(o *options, pause bool) *cobra.Command {
 }
 
 func isPaused(ps *appv1alpha1.PodSet) bool {
-	ru := ps.Spec.UpdateStrategy.RollingUpdate
+	ru := ps.Spec.UpdateStrategy.RollingUpdateSettings()
 	return ru != nil && ru.Paused
 }
 

@@ -378,6 +378,8 @@ func TestRolloutStatusMessages(t *testing.T) {
 		{"done, pods still terminating", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 4, UpdatedAvailableReplicas: 4, TerminatingReplicas: 2}, "NewRevisionAvailable"),
 			`podset "web" successfully rolled out (2 pods still terminating)`, true, ""},
 		{"paused", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1}, "Paused"), "", false, "is paused (1 of 4 pods updated)"},
+		{"recreate waiting for the old pods", withMessage(mk(4, 0, appv1alpha1.PodSetStatus{TerminatingReplicas: 4}, appv1alpha1.ReasonWaitingForOldPods), "Recreate: 4 pods of older revisions are left (4 of them terminating)"),
+			`Waiting for podset "web" rollout to finish: Recreate: 4 pods of older revisions are left (4 of them terminating)...`, false, ""},
 		{"rolled back", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRolledBack)), "", false,
 			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack; apply a fixed template, or ` + "`kubectl podset rollout retry web`" + ` once the rollback is done): rollout failed`},
 		{"rollback stopped", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRollbackStopped)), "", false,
@@ -427,4 +429,10 @@ func withRun(st appv1alpha1.PodSetStatus) appv1alpha1.PodSetStatus {
 		Measurements: []appv1alpha1.Measurement{{Phase: "Successful", Value: "0.001", Message: `0.001 met successCondition "result < 0.01"`}},
 	}}
 	return st
+}
+
+// withMessage sets the message of ps's Progressing condition.
+func withMessage(ps *appv1alpha1.PodSet, msg string) *appv1alpha1.PodSet {
+	ps.Status.Conditions[0].Message = msg
+	return ps
 }

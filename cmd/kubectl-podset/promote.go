@@ -49,7 +49,7 @@ func newPromoteCommand(o *options) *cobra.Command {
 // step (or every remaining one), what it promotes, or why there is nothing
 // to promote.
 func promoteValue(ps *appv1alpha1.PodSet, full bool) (string, string, error) {
-	ru := ps.Spec.UpdateStrategy.RollingUpdate
+	ru := ps.Spec.UpdateStrategy.RollingUpdateSettings()
 	c := ps.Status.Canary
 	switch {
 	case ru == nil || ru.Canary == nil:

@@ -101,8 +101,8 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 	}
 	desired := ps.DesiredReplicas()
 	wantUpdated := desired
-	if ps.Spec.UpdateStrategy.Type != appv1alpha1.OnDeleteStrategyType && ps.Spec.UpdateStrategy.RollingUpdate != nil {
-		wantUpdated = desired - min(ptr.Deref(ps.Spec.UpdateStrategy.RollingUpdate.Partition, 0), desired)
+	if ru := ps.Spec.UpdateStrategy.RollingUpdateSettings(); ru != nil {
+		wantUpdated = desired - min(ptr.Deref(ru.Partition, 0), desired)
 	}
 	done := progressing != nil && progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable
 	switch {
@@ -112,6 +112,9 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 		return fmt.Sprintf("podset %q successfully rolled out (%d pods still terminating)", ps.Name, st.TerminatingReplicas), true, nil
 	case done:
 		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil
+	case progressing != nil && progressing.Reason == appv1alpha1.ReasonWaitingForOldPods:
+		// Recreate: no new pod until every old one is gone.
+		return fmt.Sprintf("Waiting for podset %q rollout to finish: %s...", ps.Name, progressing.Message), false, nil
 	case st.UpdatedReplicas < wantUpdated:
 		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d out of %d new replicas have been updated...", ps.Name, st.UpdatedReplicas, wantUpdated), false, nil
 	case st.Replicas > desired:

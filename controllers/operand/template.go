@@ -200,8 +200,8 @@ func MatchesTemplate(pod *slimpod.Pod, tmpl revision.Template, defaultImage stri
 // InPlaceUpdates reports whether ps updates its pods in place when it can
 // (podUpdatePolicy InPlaceIfPossible or InPlaceOnly).
 func InPlaceUpdates(ps *appv1alpha1.PodSet) bool {
-	ru := ps.Spec.UpdateStrategy.RollingUpdate
-	if ps.Spec.UpdateStrategy.Type == appv1alpha1.OnDeleteStrategyType || ru == nil {
+	ru := ps.Spec.UpdateStrategy.RollingUpdateSettings()
+	if ru == nil {
 		return false
 	}
 	return ru.PodUpdatePolicy == appv1alpha1.InPlaceIfPossiblePodUpdatePolicy || ru.PodUpdatePolicy == appv1alpha1.InPlaceOnlyPodUpdatePolicy

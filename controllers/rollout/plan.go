@@ -15,6 +15,8 @@
 //   - partition pods stay on the old revision (raising it rolls pods back);
 //   - paused, and the OnDelete strategy, never replace a pod for its
 //     template, but scaling goes on and fills the revision that is short;
+//   - the Recreate strategy, as the Deployment's, deletes every old pod at
+//     once and creates no pod while any old one is live or terminating;
 //   - under an in-place pod update policy, old pods that can take the update
 //     revision as they are move to it instead of being replaced: they stay
 //     live (no surge) and are unavailable until the kubelet is done, so
@@ -43,6 +45,9 @@ type Strategy struct {
 	// OnDelete: a pod takes the new template only when it is replaced for
 	// another reason.
 	OnDelete bool
+	// Recreate: every old pod goes at once, and the update revision's
+	// pods are created once no old pod is left, terminating ones included.
+	Recreate bool
 	// Paused stops replacements and surge; scaling goes on.
 	Paused bool
 	// MaxSurge and MaxUnavailable are pod counts.
@@ -83,6 +88,12 @@ func Resolve(replicas int, onDelete, paused bool, maxSurge, maxUnavailable *ints
 		MaxUnavailable: min(max(unavailable, 0), replicas),
 		Partition:      max(partition, 0),
 	}, nil
+}
+
+// Recreate is the Recreate strategy for replicas pods: no surge, and every
+// pod may be unavailable.
+func Recreate(replicas int) Strategy {
+	return Strategy{Recreate: true, MaxUnavailable: max(replicas, 0)}
 }
 
 // InPlace applies an in-place pod update policy to a strategy resolved for
@@ -146,7 +157,14 @@ type Input struct {
 	// from (a new PodSet, or pods older than revisions): partition then
 	// keeps old pods that exist but cannot add any.
 	CanCreateOld bool
+	// OldTerminating is how many pods of older revisions are being
+	// deleted and have not stopped: under Recreate, no pod is created
+	// until it is 0 and no old pod is live.
+	OldTerminating int
 }
+
+// OldPodsLeft is how many pods of older revisions are live or terminating.
+func (in Input) OldPodsLeft() int { return in.Old.Live + in.OldTerminating }
 
 // Targets is how many live pods each group should have once the rollout is
 // done: partition pods (at most replicas) on the old revision, the rest on the
@@ -188,6 +206,9 @@ func Headroom(in Input) int {
 
 // Step plans one reconcile step.
 func Step(in Input) Plan {
+	if in.Strategy.Recreate {
+		return recreateStep(in)
+	}
 	var p Plan
 	replicas, s, upd := in.Replicas, in.Strategy, in.Updated
 	// The old pods, in two parts: those that can be updated in place
@@ -273,6 +294,36 @@ func Step(in Input) Plan {
 	p.CreateUpdated = min(max(wantUpd-upd.Live-keptOld, 0), room)
 	room -= p.CreateUpdated
 	p.CreateOld = min(max(wantOld-oldLive(), 0), room)
+	return p
+}
+
+// recreateStep plans a step of the Recreate strategy, as the Deployment
+// controller's: every old pod goes at once, whatever its availability;
+// pods of the update revision above replicas go as in a scale-down; and the
+// update revision is filled to replicas only once no old pod is live or
+// terminating, so that two revisions never run at once. A pod the old
+// revisions lose meanwhile is not replaced, nor is a scale-up made. Paused
+// (a rollback that stopped) deletes old pods only above replicas.
+func recreateStep(in Input) Plan {
+	var p Plan
+	// take is n pods of g, the unavailable ones first.
+	take := func(g Group, n int) Deletions {
+		n = min(max(n, 0), g.Live)
+		unavailable := min(n, max(g.Live-g.Available, 0))
+		return Deletions{Unavailable: unavailable, Available: n - unavailable}
+	}
+	inPlace := Group{Live: min(in.OldInPlace.Live, in.Old.Live), Available: min(in.OldInPlace.Available, in.Old.Available)}
+	rest := Group{Live: in.Old.Live - inPlace.Live, Available: in.Old.Available - inPlace.Available}
+	oldGo := in.Old.Live
+	if in.Strategy.Paused {
+		oldGo = in.Old.Live + in.Updated.Live - in.Replicas
+	}
+	p.DeleteOld = take(rest, oldGo)
+	p.DeleteOldInPlace = take(inPlace, oldGo-p.DeleteOld.Total())
+	p.DeleteUpdated = take(in.Updated, in.Updated.Live+in.Old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
+	if in.OldPodsLeft() == 0 {
+		p.CreateUpdated = max(in.Replicas-in.Updated.Live, 0)
+	}
 	return p
 }
 

@@ -376,3 +376,145 @@ func TestInPlaceResolvesARoundedZeroToOne(t *testing.T) {
 	g.Expect(Step(Input{Replicas: 3, Strategy: s.InPlace(true, false, 3), Old: Group{3, 3}, OldInPlace: Group{3, 3}})).
 		To(Equal(Plan{UpdateInPlace: Deletions{Available: 1}}), "InPlaceOnly with the default bounds on three pods moves one")
 }
+
+func TestRecreateStep(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		replicas    int
+		upd, old    Group
+		terminating int
+		want        Plan
+	}{
+		{"rollout start: every old pod goes at once, nothing is created", 4, Group{}, Group{4, 3}, 0,
+			Plan{DeleteOld: Deletions{Unavailable: 1, Available: 3}}},
+		{"old pods terminating: nothing is created", 4, Group{}, Group{}, 2, Plan{}},
+		{"an old pod live and others terminating: it goes, nothing is created", 4, Group{}, Group{1, 1}, 3,
+			Plan{DeleteOld: Deletions{Available: 1}}},
+		{"the old pods are gone: the update revision is filled", 4, Group{}, Group{}, 0, Plan{CreateUpdated: 4}},
+		{"a scale-up while old pods terminate waits for them", 6, Group{}, Group{}, 1, Plan{}},
+		{"a scale-down while old pods terminate deletes updated pods above replicas", 2, Group{3, 1}, Group{}, 1,
+			Plan{DeleteUpdated: Deletions{Unavailable: 1}}},
+		{"steady: a lost pod is replaced", 3, Group{2, 2}, Group{}, 0, Plan{CreateUpdated: 1}},
+		{"steady: nothing to do", 3, Group{3, 3}, Group{}, 0, Plan{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Replicas: tc.replicas, Strategy: Recreate(tc.replicas), Updated: tc.upd, Old: tc.old, OldTerminating: tc.terminating, CanCreateOld: true}
+			NewWithT(t).Expect(Step(in)).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestRecreateNeverRunsTwoRevisions runs Recreate rollouts step by step, as
+// the reconciler would, with deleted pods terminating for a few steps and
+// replicas changed on the way, and checks what an observer of the pods
+// would: no pod of the update revision is created while a pod of an older
+// one is live or terminating, live pods never exceed replicas once the
+// old ones are gone, and the rollout ends with replicas available pods of
+// the update revision.
+func TestRecreateNeverRunsTwoRevisions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		replicas := rng.IntN(20) + 1
+		t.Run(fmt.Sprintf("%d: replicas=%d", trial, replicas), func(t *testing.T) {
+			g := NewWithT(t)
+			// A pod: its revision, whether it is available, and, once
+			// deleted, how many more steps it terminates for (-1: live).
+			type pod struct {
+				updated, available bool
+				terminating        int
+			}
+			pods := make([]pod, rng.IntN(2*replicas)+1)
+			for i := range pods {
+				pods[i] = pod{available: rng.IntN(4) > 0, terminating: -1}
+			}
+			for steps := 0; ; steps++ {
+				g.Expect(steps).To(BeNumerically("<", 1000), "the rollout never completes")
+				if rng.IntN(10) == 0 {
+					replicas = rng.IntN(20) + 1
+				}
+				var in Input
+				in.Replicas, in.Strategy, in.CanCreateOld = replicas, Recreate(replicas), true
+				oldLeft := 0
+				for _, p := range pods {
+					grp := &in.Old
+					if p.updated {
+						grp = &in.Updated
+					}
+					switch {
+					case p.terminating >= 0 && !p.updated:
+						in.OldTerminating++
+					case p.terminating < 0:
+						grp.Live++
+						if p.available {
+							grp.Available++
+						}
+					}
+					if !p.updated {
+						oldLeft++
+					}
+				}
+				if Complete(in) {
+					g.Expect(oldLeft).To(BeZero())
+					g.Expect(in.Updated.Available).To(Equal(replicas))
+					return
+				}
+				plan := Step(in)
+				if plan.CreateUpdated+plan.CreateOld > 0 {
+					g.Expect(oldLeft).To(BeZero(), "pods created while %d old pods are live or terminating", oldLeft)
+					g.Expect(plan.CreateOld).To(BeZero(), "old pods created under Recreate")
+				}
+				// Deleted pods terminate for 0 to 2 more steps.
+				remove := func(updated, available bool, n int) {
+					for i := range pods {
+						if n > 0 && pods[i].terminating < 0 && pods[i].updated == updated && pods[i].available == available {
+							pods[i].terminating = rng.IntN(3)
+							n--
+						}
+					}
+					g.Expect(n).To(BeZero(), "the plan deletes pods that do not exist")
+				}
+				remove(false, false, plan.DeleteOld.Unavailable)
+				remove(false, true, plan.DeleteOld.Available)
+				remove(true, false, plan.DeleteUpdated.Unavailable)
+				remove(true, true, plan.DeleteUpdated.Available)
+				g.Expect(plan.DeleteOldInPlace.Total()).To(BeZero())
+				for range plan.CreateUpdated {
+					pods = append(pods, pod{updated: true, terminating: -1})
+				}
+				live := 0
+				kept := pods[:0]
+				for _, p := range pods {
+					if p.terminating < 0 {
+						live++
+					}
+					if p.terminating != 0 {
+						if p.terminating > 0 {
+							p.terminating--
+						}
+						kept = append(kept, p)
+					}
+				}
+				pods = kept
+				if oldLeft == 0 {
+					g.Expect(live).To(BeNumerically("<=", replicas), "live pods above replicas")
+				}
+				for i := range pods {
+					if !pods[i].available && rng.IntN(2) == 0 {
+						pods[i].available = true
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRecreateStepPaused(t *testing.T) {
+	paused := Recreate(3)
+	paused.Paused = true
+	g := NewWithT(t)
+	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Old: Group{3, 3}})).To(Equal(Plan{}), "a stopped rollback leaves the old pods")
+	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Updated: Group{1, 1}, Old: Group{3, 3}})).
+		To(Equal(Plan{DeleteOld: Deletions{Available: 1}}), "above replicas, old pods go first")
+	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Old: Group{2, 2}})).To(Equal(Plan{}), "no pod is created while old ones are left")
+	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Updated: Group{2, 2}})).To(Equal(Plan{CreateUpdated: 1}))
+}

@@ -14,6 +14,7 @@
 package rolloutstate
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -73,9 +74,13 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 		s.Paused = s.Paused || revisions.RollbackStopped
 	}
 	st := State{minReady: operand.MinReady(ps), now: now}
+	oldTerminating := 0
 	for _, pod := range pods {
 		switch {
 		case !operand.IsLive(pod):
+			if operand.IsTerminating(pod) && pod.Labels[appv1alpha1.LabelRevisionHash] != revisions.UpdateHash {
+				oldTerminating++
+			}
 		case pod.Labels[appv1alpha1.LabelRevisionHash] == revisions.UpdateHash:
 			st.Updated = append(st.Updated, pod)
 		default:
@@ -84,12 +89,13 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 	}
 	st.Moves, st.kept = movesOf(ps, revisions, cluster, st.Old)
 	st.Input = rollout.Input{
-		Replicas:     int(ps.DesiredReplicas()),
-		Strategy:     s,
-		Updated:      st.count(st.Updated, nil),
-		Old:          st.count(st.Old, nil),
-		OldInPlace:   st.count(st.Old, st.movable),
-		CanCreateOld: revisions.CanCreateOld(),
+		Replicas:       int(ps.DesiredReplicas()),
+		Strategy:       s,
+		Updated:        st.count(st.Updated, nil),
+		Old:            st.count(st.Old, nil),
+		OldInPlace:     st.count(st.Old, st.movable),
+		CanCreateOld:   revisions.CanCreateOld(),
+		OldTerminating: oldTerminating,
 	}
 	for _, pod := range st.Updated {
 		if inplace.Pending(pod) {
@@ -162,6 +168,12 @@ func (s State) count(pods []*slimpod.Pod, keep func(*slimpod.Pod) bool) rollout.
 // names the field that does not resolve.
 func Strategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
 	us := ps.Spec.UpdateStrategy
+	if us.Recreate != nil && us.Type != appv1alpha1.RecreateStrategyType {
+		return rollout.Strategy{}, fmt.Errorf("spec.updateStrategy.recreate may only be set when type is Recreate, not %s", cmp.Or(us.Type, appv1alpha1.RollingUpdateStrategyType))
+	}
+	if us.Type == appv1alpha1.RecreateStrategyType {
+		return rollout.Recreate(int(ps.DesiredReplicas())), nil
+	}
 	ru := us.RollingUpdate
 	if ru == nil {
 		ru = &appv1alpha1.RollingUpdate{}

@@ -204,6 +204,34 @@ func TestOfNamesTheStrategyField(t *testing.T) {
 	}
 }
 
+// Recreate counts the old pods that are terminating, which it waits for,
+// and resolves to no surge; recreate set beside another type is an error
+// that names the field.
+func TestOfRecreate(t *testing.T) {
+	w := newWorld(t, 2, appv1alpha1.RollingUpdate{})
+	w.ps.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Type: appv1alpha1.RecreateStrategyType}
+	pods := []*slimpod.Pod{
+		pod("a", w.v1), pod("b", w.v1, operandtest.TerminatingSince(operandtest.Now)),
+		pod("c", w.v2, operandtest.TerminatingSince(operandtest.Now)), pod("d", w.v1, operandtest.InPhase(corev1.PodFailed)),
+	}
+	st, err := rolloutstate.Of(w.ps, &w.revision, rolloutstate.Cluster{}, pods, operandtest.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Input.OldTerminating != 1 || st.Input.Old.Live != 1 || !st.Input.Strategy.Recreate || st.Input.Strategy.MaxSurge != 0 {
+		t.Errorf("input = %+v, want one old pod live, one terminating, Recreate without surge", st.Input)
+	}
+	if plan := st.Input; rollout.Step(plan).CreateUpdated != 0 {
+		t.Errorf("a pod is created while old ones are left")
+	}
+
+	w.ps.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Recreate: &appv1alpha1.RecreateUpdate{}}
+	_, err = rolloutstate.Of(w.ps, &w.revision, rolloutstate.Cluster{}, nil, operandtest.Now)
+	if err == nil || !strings.Contains(err.Error(), "spec.updateStrategy.recreate may only be set when type is Recreate, not RollingUpdate") {
+		t.Fatalf("err = %v, want one naming spec.updateStrategy.recreate", err)
+	}
+}
+
 // Under an in-place policy, the old pods that carry the gate and whose
 // revision's template differs only in the image move in place; the others
 // are kept (InPlaceOnly) with the reason of the first by name.

@@ -138,6 +138,9 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 		deadline: progressDeadline(ps),
 		now:      now,
 	}
+	if in != nil && in.Strategy.Recreate {
+		facts.oldLeft, facts.oldTerminating = in.OldPodsLeft(), in.OldTerminating
+	}
 	if c := observed.Canary; c != nil && !c.Done {
 		facts.canary = c
 	}
@@ -229,6 +232,9 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 		cur.AvailableReplicas > prev.AvailableReplicas ||
 		cur.Replicas-cur.UpdatedReplicas < prev.Replicas-prev.UpdatedReplicas ||
 		distance(cur.Replicas) < distance(prev.Replicas) ||
+		// A pod that ended its grace period: what a Recreate rollout
+		// waits for before it creates any pod.
+		cur.TerminatingReplicas < prev.TerminatingReplicas ||
 		// A canary step begun, or a measurement taken, is progress: an
 		// analysis moves no pod for as long as it measures.
 		canaryMoved(prev.Canary, cur.Canary)
@@ -325,6 +331,10 @@ type progressFacts struct {
 	// noRoom: InPlaceOnly with maxUnavailable 0 can take no pod out of
 	// service to update it.
 	noRoom bool
+	// oldLeft and oldTerminating: under Recreate, how many pods of older
+	// revisions are left, live or terminating, and how many of them are
+	// terminating; no pod is created until none is left.
+	oldLeft, oldTerminating int
 	// canary is where the canary steps stand, while some are left.
 	canary   *Canary
 	deadline time.Duration
@@ -377,6 +387,10 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 	case f.canary != nil:
 		c.Reason = appv1alpha1.ReasonCanaryStep
 		c.Message = step + fmt.Sprintf(" (%d of %d pods run revision %s)", status.UpdatedReplicas, desired, status.UpdateRevision) + f.stuckNote()
+	case f.oldLeft > 0:
+		c.Reason = appv1alpha1.ReasonWaitingForOldPods
+		c.Message = fmt.Sprintf("Recreate: %d pods of older revisions are left (%d of them terminating); the pods of revision %s are created once they are gone",
+			f.oldLeft, f.oldTerminating, status.UpdateRevision)
 	case status.Replicas < desired:
 		c.Reason = appv1alpha1.ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)

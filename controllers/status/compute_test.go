@@ -551,3 +551,22 @@ func TestComputeStatusKeepsCanaryTimesToTheSecond(t *testing.T) {
 	g.Expect(st.Canary.Analyses[0].Measurements[0].Time).To(Equal(whole))
 	g.Expect(observed.Canary.Status.StepStartTime).To(Equal(fine), "the input was changed")
 }
+
+func TestComputeStatusRecreateSaysWhatItWaitsFor(t *testing.T) {
+	g := NewWithT(t)
+	ps := operandtest.PodSet(3)
+	terminating := operandtest.Pod("old-a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)), operandtest.TerminatingSince(operandtest.Now))
+	observed := Observed{UpdateRevision: "ps-new", Rollout: &rollout.Input{Replicas: 3, Strategy: rollout.Recreate(3), Old: rollout.Group{Live: 1, Available: 1}, OldTerminating: 1}}
+
+	st := Compute(ps, []*slimpod.Pod{terminating}, observed, Outcome{Attempted: true}, operandtest.Now)
+
+	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+	g.Expect(progressing).NotTo(BeNil())
+	g.Expect(progressing.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(progressing.Reason).To(Equal(appv1alpha1.ReasonWaitingForOldPods))
+	g.Expect(progressing.Message).To(Equal("Recreate: 2 pods of older revisions are left (1 of them terminating); the pods of revision ps-new are created once they are gone"))
+
+	observed.Rollout.Old, observed.Rollout.OldTerminating = rollout.Group{}, 0
+	st = Compute(ps, nil, observed, Outcome{Attempted: true}, operandtest.Now)
+	g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(appv1alpha1.ReasonScalingUp), "once they are gone")
+}

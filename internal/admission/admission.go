@@ -1,7 +1,9 @@
 // Package admission has the manager apply the ValidatingAdmissionPolicies
 // that refuse, at admission and naming the field, a PodSet update that
-// podUpdatePolicy InPlaceOnly cannot make in place (inplaceonly.yaml), and a
-// PodSet that sets spec.template beside its short form (template.yaml).
+// podUpdatePolicy InPlaceOnly cannot make in place (inplaceonly.yaml), a
+// PodSet that sets spec.template beside its short form (template.yaml), and
+// one that sets updateStrategy.recreate with another strategy
+// (updatestrategy.yaml).
 //
 // Why a policy the manager applies, and not CEL rules in the CRD or a
 // webhook:
@@ -44,7 +46,7 @@ import (
 // object when it is missing, which the API server authorizes as create with
 // the name, so both verbs can name it.
 //
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create;patch,resourceNames=podsets-in-place-only.app.example.com;podsets-template.app.example.com
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create;patch,resourceNames=podsets-in-place-only.app.example.com;podsets-template.app.example.com;podsets-update-strategy.app.example.com
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=podsets.app.example.com
 
 // InPlaceOnlyYAML is the ValidatingAdmissionPolicy and its binding.
@@ -64,11 +66,17 @@ const CRDName = "podsets.app.example.com"
 //go:embed template.yaml
 var TemplateYAML []byte
 
+// UpdateStrategyYAML is the ValidatingAdmissionPolicy of
+// spec.updateStrategy and its binding.
+//
+//go:embed updatestrategy.yaml
+var UpdateStrategyYAML []byte
+
 // Objects returns the policies and their bindings, owned by owner (nil: no
 // owner).
 func Objects(owner *metav1.OwnerReference) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
-	for _, manifest := range [][]byte{InPlaceOnlyYAML, TemplateYAML} {
+	for _, manifest := range [][]byte{InPlaceOnlyYAML, TemplateYAML, UpdateStrategyYAML} {
 		o, err := selfapply.Decode(manifest, GroupVersion, owner)
 		if err != nil {
 			return nil, err
@@ -108,7 +116,7 @@ type Options struct {
 // it adds none.
 func Add(mgr manager.Manager, opts Options) error {
 	if !opts.Enabled {
-		opts.Log.Info("not applying the admission policies (InPlaceOnly, spec.template): --admission-policy=false")
+		opts.Log.Info("not applying the admission policies (InPlaceOnly, spec.template, spec.updateStrategy): --admission-policy=false")
 		return nil
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -126,8 +134,8 @@ func NewApplier(c client.Client, r client.Reader, disc discovery.DiscoveryInterf
 		Discovery:    disc,
 		GroupVersion: GroupVersion,
 		Kinds:        []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
-		What:         "the admission policies (InPlaceOnly, spec.template)",
-		NotServed: GroupVersion + " is not served (Kubernetes before 1.30); updates that InPlaceOnly cannot make, and a spec.template beside its short form, are not refused at admission," +
+		What:         "the admission policies (InPlaceOnly, spec.template, spec.updateStrategy)",
+		NotServed: GroupVersion + " is not served (Kubernetes before 1.30); updates that InPlaceOnly cannot make, a spec.template beside its short form, and updateStrategy.recreate with another strategy, are not refused at admission," +
 			" and the operator keeps the pods and says so in the Progressing condition",
 		Objects: func(ctx context.Context) ([]*unstructured.Unstructured, error) {
 			owner, err := CRDOwner(ctx, r)

@@ -23,8 +23,8 @@ func TestObjects(t *testing.T) {
 	owner := &metav1.OwnerReference{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: CRDName, UID: "crd-uid"}
 	objs, err := Objects(owner)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(objs).To(HaveLen(4))
-	for i, name := range []string{"podsets-in-place-only.app.example.com", "podsets-template.app.example.com"} {
+	g.Expect(objs).To(HaveLen(6))
+	for i, name := range []string{"podsets-in-place-only.app.example.com", "podsets-template.app.example.com", "podsets-update-strategy.app.example.com"} {
 		policy, binding := objs[2*i], objs[2*i+1]
 		g.Expect(policy.GetKind()).To(Equal("ValidatingAdmissionPolicy"))
 		g.Expect(binding.GetKind()).To(Equal("ValidatingAdmissionPolicyBinding"))

@@ -6,6 +6,7 @@ package admission
 // changes that inplace.Classify says cannot be made in place.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -51,7 +52,7 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 	g.Expect(owner.UID).NotTo(BeEmpty())
 	want, err := Objects(owner)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(want).To(HaveLen(4))
+	g.Expect(want).To(HaveLen(6))
 	for _, w := range want {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(w.GroupVersionKind())
@@ -139,6 +140,37 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 		ps.Status.Replicas = 1
 		g.Expect(c.Status().Update(ctx, ps)).To(Succeed())
 		g.Expect(c.SubResource("scale").Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	})
+
+	// updateStrategy.recreate only with the Recreate strategy, whatever
+	// type says (the default included); a PodSet that had it before the
+	// policy can still be scaled.
+	t.Run("spec.updateStrategy.recreate", func(t *testing.T) {
+		g := NewWithT(t)
+		withRecreate := func(name string, typ appv1alpha1.UpdateStrategyType) *appv1alpha1.PodSet {
+			ps := &appv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}}
+			ps.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Type: typ, Recreate: &appv1alpha1.RecreateUpdate{AutoRollback: &appv1alpha1.AutoRollback{}}}
+			return ps
+		}
+		// The API server loads a new policy in the background: the first
+		// refusal is waited for, each try under a new name.
+		tries := 0
+		g.Eventually(func() error {
+			tries++
+			return c.Create(ctx, withRecreate(fmt.Sprintf("recreate-probe-%d", tries), ""))
+		}).WithTimeout(30 * time.Second).Should(HaveOccurred())
+		for _, typ := range []appv1alpha1.UpdateStrategyType{"", appv1alpha1.OnDeleteStrategyType} {
+			err := c.Create(ctx, withRecreate("recreate-"+cmp.Or(strings.ToLower(string(typ)), "default"), typ))
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("denied request: spec.updateStrategy.recreate: may only be set when spec.updateStrategy.type is Recreate, not " + cmp.Or(string(typ), "RollingUpdate")))
+		}
+		ps := withRecreate("recreate", appv1alpha1.RecreateStrategyType)
+		g.Expect(c.Create(ctx, ps)).To(Succeed())
+		g.Expect(ps.Spec.UpdateStrategy.Recreate.AutoRollback.RestartLimit).To(HaveValue(BeEquivalentTo(3)), "autoRollback's defaults apply under recreate")
+		err := c.Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}`)))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		g.Expect(c.Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"updateStrategy":{"type":"RollingUpdate","recreate":null}}}`)))).To(Succeed())
+		g.Expect(c.SubResource("scale").Patch(ctx, ps, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"replicas":2}}`)))).To(Succeed())
 	})
 
 	// spec.template or its short form, never both; the template's labels

@@ -1,0 +1,207 @@
+package controllers
+
+// Integration tests of the Recreate update strategy: no pod of the new
+// revision while any pod of an older one is live or terminating, through a
+// rollout, a scale-up during it, and an auto-rollback.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
+)
+
+// holdFinalizer keeps a deleted pod Terminating until the test removes it,
+// as a kubelet keeps it through its grace period.
+const holdFinalizer = "test.example.com/hold"
+
+func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "recreate", 3, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.UpdateStrategy.Type = appv1alpha1.RecreateStrategyType
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 3)
+	old := listLivePods(g, ps)
+	for i := range old {
+		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
+	}
+	atOnce := watchRevisionsAtOnce(ctx, t, ns, ps.Name)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(3), "every old pod deleted at once")
+		g.Expect(st.Replicas).To(BeZero())
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonWaitingForOldPods))
+		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(Equal(fmt.Sprintf(
+			"Recreate: 3 pods of older revisions are left (3 of them terminating); the pods of revision %s are created once they are gone", st.UpdateRevision)))
+	}, eventually, poll).Should(Succeed())
+
+	// A scale-up while they terminate waits for them too.
+	setReplicas(g, ps, 4)
+	release := func(pods []corev1.Pod) {
+		for i := range pods {
+			g.Expect(k8sClient.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+		}
+	}
+	release(old[:2])
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.TerminatingReplicas).To(BeEquivalentTo(1))
+	}, eventually, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(listLivePods(g, ps)).To(BeEmpty(), "a pod created while an old one terminates")
+	}, 2*time.Second, poll).Should(Succeed())
+
+	release(old[2:])
+	waitForRolledOut(g, ps, 4)
+	for _, pod := range listLivePods(g, ps) {
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
+	}
+	g.Expect(atOnce()).To(BeEmpty(), "moments with pods of two revisions")
+}
+
+func TestIntegrationRecreateStrategyAutoRollback(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps := createPodSet(t, ns, "recreate", replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{
+			Type:     appv1alpha1.RecreateStrategyType,
+			Recreate: &appv1alpha1.RecreateUpdate{AutoRollback: &appv1alpha1.AutoRollback{RestartLimit: ptr.To[int32](3)}},
+		}
+	})
+	kubelet := &crashingImages{}
+	kubelet.crashFromNow("registry.example.com/web:2")
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, kubelet.status)
+	runGracePeriods(ctx, ns, time.Second)
+	waitForRolledOut(g, ps, replicas)
+	good := getPodSet(g, ps).Status.UpdateRevision
+	atOnce := watchRevisionsAtOnce(ctx, t, ns, ps.Name)
+
+	failed := rollToCrashingWeb2(g, ps, good)
+	p := waitForRolledBack(g, ps, replicas, failed, good)
+	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("RestartLimit"))
+	g.Expect(atOnce()).To(BeEmpty(), "moments with pods of two revisions")
+}
+
+// Without the admission policy (Kubernetes 1.29, or --admission-policy
+// false), recreate set beside another strategy makes no pod, and
+// ReplicaFailure names the field.
+func TestIntegrationRecreateSettingsWithAnotherStrategy(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "mixed", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.Recreate = &appv1alpha1.RecreateUpdate{}
+	})
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionReplicaFailure)).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionMessage(st, appv1alpha1.ConditionReplicaFailure)).To(ContainSubstring(
+			"spec.updateStrategy.recreate may only be set when type is Recreate, not RollingUpdate"))
+	}, eventually, poll).Should(Succeed())
+	g.Expect(listLivePods(g, ps)).To(BeEmpty())
+}
+
+// runGracePeriods makes every pod of ns that is deleted terminate for
+// grace before it is gone, as a kubelet ends a container that takes its
+// grace period: it holds each live pod with a finalizer, and removes the
+// finalizer grace after the pod's deletion, until ctx ends.
+func runGracePeriods(ctx context.Context, ns string, grace time.Duration) {
+	hold := []byte(`{"metadata":{"finalizers":["` + holdFinalizer + `"]}}`)
+	go func() {
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err == nil {
+				for i := range list.Items {
+					pod := &list.Items[i]
+					held := slices.Contains(pod.Finalizers, holdFinalizer)
+					switch {
+					case pod.DeletionTimestamp == nil && !held:
+						_ = k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, hold))
+					case pod.DeletionTimestamp != nil && held && time.Since(pod.DeletionTimestamp.Time) >= grace:
+						_ = k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+// watchRevisionsAtOnce follows the PodSet's pods through a watch on the API
+// server and returns a function that reports each moment since the call at
+// which pods of two revisions existed, live or terminating (a pod that
+// stopped, Succeeded or Failed, no longer runs).
+func watchRevisionsAtOnce(ctx context.Context, t *testing.T, ns, name string) func() []string {
+	t.Helper()
+	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: appv1alpha1.LabelPodSet + "=" + name})
+	if err != nil {
+		t.Fatalf("watching pods: %v", err)
+	}
+	var mu sync.Mutex
+	pods := map[types.UID]*corev1.Pod{}
+	var moments []string
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			if ev.Type == watch.Deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				delete(pods, pod.UID)
+			} else {
+				pods[pod.UID] = pod
+			}
+			byRevision := map[string][]string{}
+			for _, p := range pods {
+				rev := revision.Name(name, p.Labels[appv1alpha1.LabelRevisionHash])
+				byRevision[rev] = append(byRevision[rev], p.Name)
+			}
+			if len(byRevision) > 1 {
+				var revs []string
+				for rev, names := range byRevision {
+					sort.Strings(names)
+					revs = append(revs, fmt.Sprintf("%s %v", rev, names))
+				}
+				slices.Sort(revs)
+				moments = append(moments, fmt.Sprintf("%s %s: %v", ev.Type, pod.Name, revs))
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(moments)
+	}
+}
