@@ -107,11 +107,9 @@ var replicas []*operatorProcess
 func init() {
 	clusterOptions = append(clusterOptions, func(o *localcluster.Options) error {
 		for _, stage := range []string{"kwok-stage-crashing-image.yaml", "kwok-stage-ignores-sigterm.yaml"} {
-			path, err := filepath.Abs(filepath.Join("testdata", stage))
-			if err != nil {
+			if err := addKwokStage(o, stage); err != nil {
 				return err
 			}
-			o.KwokArgs = append(o.KwokArgs, "--config="+path)
 		}
 		o.KwokArgs = append(o.KwokArgs, "--node-lease-duration-seconds=12")
 		o.ControllerManagerArgs = append(o.ControllerManagerArgs, "--node-monitor-grace-period=30s")

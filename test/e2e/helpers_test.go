@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -300,3 +302,16 @@ func leaseHolder(ctx context.Context) string {
 
 // leaderElectionID is the name of the operator's Lease (main.go).
 const leaderElectionID = "podset-operator.app.example.com"
+
+// addKwokStage has the local cluster's kwok run the Stage in testdata/file,
+// once however many tests ask for it.
+func addKwokStage(o *localcluster.Options, file string) error {
+	path, err := filepath.Abs(filepath.Join("testdata", file))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(o.KwokArgs, "--config="+path) {
+		o.KwokArgs = append(o.KwokArgs, "--config="+path)
+	}
+	return nil
+}

@@ -28,14 +28,7 @@ import (
 // matrix adds the same one).
 func init() {
 	clusterOptions = append(clusterOptions, func(o *localcluster.Options) error {
-		path, err := filepath.Abs(filepath.Join("testdata", "kwok-stage-crashing-image.yaml"))
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(o.KwokArgs, "--config="+path) {
-			o.KwokArgs = append(o.KwokArgs, "--config="+path)
-		}
-		return nil
+		return addKwokStage(o, "kwok-stage-crashing-image.yaml")
 	})
 }
 

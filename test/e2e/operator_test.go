@@ -26,6 +26,7 @@ func TestOperator(t *testing.T) {
 		{"RelabelledPodIsReleasedThenAdopted", testReleaseAndAdopt},
 		{"RecreatedAfterOrphaningDeleteKeepsItsPods", testRecreateAfterOrphaningDelete},
 		{"RollingUpdateWithinBoundsOperatorKilled", testRollingUpdate},
+		{"RecreateNeverRunsTwoRevisionsOperatorKilled", testRecreate},
 		{"RolloutPluginVerbs", testRolloutPluginVerbs},
 		{"UpgradeFromV010TouchesNoPod", testUpgradeFromV010},
 		{"LeastPrivilege", testLeastPrivilege},

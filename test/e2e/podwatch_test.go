@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +37,11 @@ type podWatch struct {
 	minReady int
 	// synced is closed once the first list has been observed.
 	synced chan struct{}
+	// running is the revision hash of each pod that has not stopped
+	// (live or terminating), and twoRevisions each moment at which pods
+	// of two revisions ran at once.
+	running      map[types.UID]string
+	twoRevisions []string
 }
 
 // watchPods starts watching the pods of PodSet name in ns until the test
@@ -44,7 +52,7 @@ type podWatch struct {
 // listed pods first and the deletions of the vanished ones after, so for a
 // moment an observer counts both. The store takes a relist as one step.
 func watchPods(t *testing.T, ns, name string) *podWatch {
-	w := &podWatch{live: map[types.UID]bool{}, ready: map[types.UID]bool{}, seen: map[types.UID]int{}, synced: make(chan struct{})}
+	w := &podWatch{live: map[types.UID]bool{}, ready: map[types.UID]bool{}, seen: map[types.UID]int{}, running: map[types.UID]string{}, synced: make(chan struct{})}
 	lw := cache.NewFilteredListWatchFromClient(env.clientset.CoreV1().RESTClient(), "pods", ns,
 		func(o *metav1.ListOptions) { o.LabelSelector = podSetLabel + "=" + name })
 	r := cache.NewReflector(lw, &corev1.Pod{}, &podWatchStore{w: w}, 0)
@@ -74,13 +82,14 @@ func (s *podWatchStore) Delete(obj any) error { s.w.observe(obj, true); return n
 func (s *podWatchStore) Replace(list []any, _ string) error {
 	w := s.w
 	w.mu.Lock()
-	w.live, w.ready = map[types.UID]bool{}, map[types.UID]bool{}
+	w.live, w.ready, w.running = map[types.UID]bool{}, map[types.UID]bool{}, map[types.UID]string{}
 	for _, obj := range list {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			w.recordLocked(pod, false)
 		}
 	}
 	w.updateExtremesLocked()
+	w.checkRevisionsLocked("relist")
 	w.mu.Unlock()
 	s.once.Do(func() { close(w.synced) })
 	return nil
@@ -106,11 +115,37 @@ func (w *podWatch) observe(obj any, deleted bool) {
 	defer w.mu.Unlock()
 	w.recordLocked(pod, deleted)
 	w.updateExtremesLocked()
+	w.checkRevisionsLocked(pod.Name)
+}
+
+// checkRevisionsLocked records the moment, after a change to the pod named
+// what, if pods of two revisions run at once.
+func (w *podWatch) checkRevisionsLocked(what string) {
+	revs := map[string]bool{}
+	for _, rev := range w.running {
+		revs[rev] = true
+	}
+	if len(revs) > 1 {
+		w.twoRevisions = append(w.twoRevisions, fmt.Sprintf("after %s: pods of revisions %v", what, slices.Sorted(maps.Keys(revs))))
+	}
+}
+
+// revisionsAtOnce is every moment at which pods of two revisions ran at
+// once (live or terminating), since the watch began.
+func (w *podWatch) revisionsAtOnce() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.twoRevisions)
 }
 
 func (w *podWatch) recordLocked(pod *corev1.Pod, deleted bool) {
 	if _, ok := w.seen[pod.UID]; !ok {
 		w.seen[pod.UID] = w.phase
+	}
+	if deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		delete(w.running, pod.UID)
+	} else {
+		w.running[pod.UID] = pod.Labels[revisionLabel]
 	}
 	if deleted {
 		delete(w.live, pod.UID)
