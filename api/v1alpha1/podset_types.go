@@ -164,6 +164,20 @@ type PodSetSpec struct {
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
+	// podReplacementPolicy is when a pod that is being deleted is replaced,
+	// as KEP-5882 proposes it for Deployments:
+	//   - TerminationStarted (the default, when unset): as soon as its
+	//     deletion begins; it runs out its grace period beside its
+	//     replacement;
+	//   - TerminationComplete: once it is gone. Live and terminating pods
+	//     together then never exceed replicas (plus maxSurge while a rollout
+	//     replaces pods), for pods that hold quota, GPUs or licences through
+	//     a long grace period. A pod that never ends its termination (its
+	//     node lost) holds its place until it is gone.
+	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
+	// +optional
+	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
+
 	// progressDeadlineSeconds is how long a rollout or scaling may go without
 	// progress before the Progressing condition turns False with reason
 	// ProgressDeadlineExceeded. The operator keeps trying after that.
@@ -173,6 +187,18 @@ type PodSetSpec struct {
 	// +optional
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
+
+// PodReplacementPolicy is when a pod being deleted is replaced.
+type PodReplacementPolicy string
+
+const (
+	// TerminationStartedPodReplacementPolicy replaces a pod as soon as its
+	// deletion begins.
+	TerminationStartedPodReplacementPolicy PodReplacementPolicy = "TerminationStarted"
+	// TerminationCompletePodReplacementPolicy replaces a pod once it is
+	// gone.
+	TerminationCompletePodReplacementPolicy PodReplacementPolicy = "TerminationComplete"
+)
 
 // UpdateStrategyType is how pods take a new pod template.
 // +kubebuilder:validation:Enum=RollingUpdate;OnDelete;Recreate

@@ -48,6 +48,10 @@ type Strategy struct {
 	// Recreate: every old pod goes at once, and the update revision's
 	// pods are created once no old pod is left, terminating ones included.
 	Recreate bool
+	// WaitForTermination (podReplacementPolicy TerminationComplete): a pod
+	// being deleted counts against replicas (plus maxSurge) until it is
+	// gone, so a replacement comes only once the pod it replaces is gone.
+	WaitForTermination bool
 	// Paused stops replacements and surge; scaling goes on.
 	Paused bool
 	// MaxSurge and MaxUnavailable are pod counts.
@@ -157,10 +161,12 @@ type Input struct {
 	// from (a new PodSet, or pods older than revisions): partition then
 	// keeps old pods that exist but cannot add any.
 	CanCreateOld bool
-	// OldTerminating is how many pods of older revisions are being
-	// deleted and have not stopped: under Recreate, no pod is created
-	// until it is 0 and no old pod is live.
-	OldTerminating int
+	// Terminating is how many pods, of any revision, are being deleted and
+	// have not stopped, and OldTerminating how many of them are of older
+	// revisions: under Recreate, no pod is created until OldTerminating is
+	// 0 and no old pod is live; under WaitForTermination, Terminating
+	// counts against the bound.
+	Terminating, OldTerminating int
 }
 
 // OldPodsLeft is how many pods of older revisions are live or terminating.
@@ -200,8 +206,35 @@ func (in Input) maxLive() int {
 // once all its deletions are answered (creations <= Headroom + deletions),
 // so a step that sends its creations as this allows keeps the bound at
 // every moment, not only once all its deletions are answered.
+//
+// Under WaitForTermination a deletion frees no room until its pod is gone,
+// which no answer tells: Step then plans no more creations than Headroom,
+// which counts the terminating pods.
 func Headroom(in Input) int {
+	if in.Strategy.WaitForTermination {
+		return in.terminationBound() - in.Updated.Live - in.Old.Live - in.Terminating
+	}
 	return in.maxLive() - in.Updated.Live - in.Old.Live
+}
+
+// terminationBound is, under WaitForTermination, the most live and
+// terminating pods together: replicas, plus maxSurge while a rollout
+// replaces pods (an old pod is above its target, or still terminating), as
+// KEP-5882 bounds a Deployment's.
+func (in Input) terminationBound() int {
+	_, wantOld := Targets(in)
+	if in.Strategy.replacing() && (in.Old.Live > wantOld || in.OldTerminating > 0) {
+		return in.Replicas + in.Strategy.MaxSurge
+	}
+	return in.Replicas
+}
+
+// waitedFor is how many terminating pods count against the bound.
+func (in Input) waitedFor() int {
+	if in.Strategy.WaitForTermination {
+		return in.Terminating
+	}
+	return 0
 }
 
 // Step plans one reconcile step.
@@ -289,8 +322,13 @@ func Step(in Input) Plan {
 	}
 
 	// 3. Creations fill the groups below their target, up to
-	// replicas + surge live pods; the pods kept old are not replaced.
+	// replicas + surge live pods (and terminating ones, under
+	// WaitForTermination: those this step deletes among them); the pods
+	// kept old are not replaced.
 	room := max(maxLive-upd.Live-oldLive(), 0)
+	if s.WaitForTermination {
+		room = max(min(room, Headroom(in)), 0)
+	}
 	p.CreateUpdated = min(max(wantUpd-upd.Live-keptOld, 0), room)
 	room -= p.CreateUpdated
 	p.CreateOld = min(max(wantOld-oldLive(), 0), room)
@@ -322,7 +360,7 @@ func recreateStep(in Input) Plan {
 	p.DeleteOldInPlace = take(inPlace, oldGo-p.DeleteOld.Total())
 	p.DeleteUpdated = take(in.Updated, in.Updated.Live+in.Old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
 	if in.OldPodsLeft() == 0 {
-		p.CreateUpdated = max(in.Replicas-in.Updated.Live, 0)
+		p.CreateUpdated = max(in.Replicas-in.Updated.Live-in.waitedFor(), 0)
 	}
 	return p
 }

@@ -518,3 +518,141 @@ func TestRecreateStepPaused(t *testing.T) {
 	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Old: Group{2, 2}})).To(Equal(Plan{}), "no pod is created while old ones are left")
 	g.Expect(Step(Input{Replicas: 3, Strategy: paused, Updated: Group{2, 2}})).To(Equal(Plan{CreateUpdated: 1}))
 }
+
+func TestWaitForTermination(t *testing.T) {
+	wait := Strategy{MaxSurge: 1, MaxUnavailable: 1, WaitForTermination: true}
+	for _, tc := range []struct {
+		name        string
+		replicas    int
+		s           Strategy
+		upd, old    Group
+		terminating int
+		want        Plan
+	}{
+		{"a deleted pod is replaced once it is gone", 3, Strategy{MaxUnavailable: 1, WaitForTermination: true}, Group{2, 2}, Group{}, 1, Plan{}},
+		{"without the policy it is replaced at once", 3, Strategy{MaxUnavailable: 1}, Group{2, 2}, Group{}, 1, Plan{CreateUpdated: 1}},
+		{"rollout start: the surge only, the deleted pod's room waits", 4, wait, Group{}, Group{4, 4}, 0,
+			Plan{CreateUpdated: 1, DeleteOld: Deletions{Available: 1}}},
+		{"rollout: the deleted pod terminates, nothing more is created", 4, wait, Group{1, 0}, Group{3, 3}, 1, Plan{}},
+		{"the last old pod terminates: the surge is still the bound", 4, wait, Group{4, 4}, Group{}, 1, Plan{}},
+		{"rollout: it is gone, its room is used", 4, wait, Group{1, 1}, Group{3, 3}, 0,
+			Plan{CreateUpdated: 1, DeleteOld: Deletions{Available: 1}}},
+		{"a scale-up waits for the terminating pods", 5, wait, Group{3, 3}, Group{}, 2, Plan{}},
+		{"a scale-up uses the room they leave", 5, wait, Group{3, 3}, Group{}, 1, Plan{CreateUpdated: 1}},
+		{"Recreate waits for new pods terminating too", 3, func() Strategy { s := Recreate(3); s.WaitForTermination = true; return s }(), Group{2, 2}, Group{}, 1, Plan{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Replicas: tc.replicas, Strategy: tc.s, Updated: tc.upd, Old: tc.old, Terminating: tc.terminating, CanCreateOld: true}
+			plan := Step(in)
+			g := NewWithT(t)
+			g.Expect(plan).To(Equal(tc.want))
+			if tc.s.WaitForTermination {
+				g.Expect(plan.CreateUpdated+plan.CreateOld).To(BeNumerically("<=", max(Headroom(in), 0)), "creations that wait for a deletion to be answered")
+			}
+		})
+	}
+}
+
+// TestWaitForTerminationKeepsTheBound runs rollouts, scale-ups and
+// scale-downs step by step under WaitForTermination, with deleted pods (by
+// the plan, and by someone else) terminating for a few steps, and checks
+// that live and terminating pods together never exceed replicas + maxSurge
+// once the step's creations are made, and that every rollout ends.
+func TestWaitForTerminationKeepsTheBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 300 {
+		replicas := rng.IntN(20) + 1
+		surge := intstr.FromInt32(int32(rng.IntN(4)))
+		unavailable := intstr.FromString(fmt.Sprintf("%d%%", rng.IntN(60)))
+		t.Run(fmt.Sprintf("%d: replicas=%d", trial, replicas), func(t *testing.T) {
+			g := NewWithT(t)
+			type pod struct {
+				updated, available bool
+				terminating        int
+			}
+			pods := make([]pod, rng.IntN(replicas+3))
+			for i := range pods {
+				pods[i] = pod{available: true, terminating: -1}
+			}
+			for steps := 0; ; steps++ {
+				g.Expect(steps).To(BeNumerically("<", 1000), "the rollout never completes")
+				if steps < 20 && rng.IntN(8) == 0 {
+					replicas = rng.IntN(20) + 1
+				}
+				s, err := Resolve(replicas, false, false, &surge, &unavailable, 0)
+				g.Expect(err).NotTo(HaveOccurred())
+				s.WaitForTermination = true
+				in := Input{Replicas: replicas, Strategy: s, CanCreateOld: true}
+				for _, p := range pods {
+					grp := &in.Old
+					if p.updated {
+						grp = &in.Updated
+					}
+					if p.terminating >= 0 {
+						in.Terminating++
+						if !p.updated {
+							in.OldTerminating++
+						}
+						continue
+					}
+					grp.Live++
+					if p.available {
+						grp.Available++
+					}
+				}
+				if Complete(in) && in.Terminating == 0 {
+					return
+				}
+				plan := Step(in)
+				if creations := plan.CreateUpdated + plan.CreateOld; creations > 0 {
+					bound := replicas
+					if in.Old.Live > 0 || in.OldTerminating > 0 {
+						bound += s.MaxSurge
+					}
+					g.Expect(in.Updated.Live+in.Old.Live+in.Terminating+creations).To(BeNumerically("<=", bound),
+						"live and terminating pods above replicas (+ maxSurge in a rollout)")
+				}
+				remove := func(updated, available bool, n int) {
+					for i := range pods {
+						if n > 0 && pods[i].terminating < 0 && pods[i].updated == updated && pods[i].available == available {
+							pods[i].terminating = rng.IntN(3)
+							n--
+						}
+					}
+					g.Expect(n).To(BeZero(), "the plan deletes pods that do not exist")
+				}
+				remove(false, false, plan.DeleteOld.Unavailable)
+				remove(false, true, plan.DeleteOld.Available)
+				remove(true, false, plan.DeleteUpdated.Unavailable)
+				remove(true, true, plan.DeleteUpdated.Available)
+				for range plan.CreateUpdated {
+					pods = append(pods, pod{updated: true, terminating: -1})
+				}
+				for range plan.CreateOld {
+					pods = append(pods, pod{terminating: -1})
+				}
+				// Someone deletes a live pod now and then.
+				if steps < 20 && len(pods) > 0 && rng.IntN(6) == 0 {
+					if i := rng.IntN(len(pods)); pods[i].terminating < 0 {
+						pods[i].terminating = rng.IntN(3)
+					}
+				}
+				kept := pods[:0]
+				for _, p := range pods {
+					if p.terminating != 0 {
+						if p.terminating > 0 {
+							p.terminating--
+						}
+						kept = append(kept, p)
+					}
+				}
+				pods = kept
+				for i := range pods {
+					if !pods[i].available && rng.IntN(2) == 0 {
+						pods[i].available = true
+					}
+				}
+			}
+		})
+	}
+}

@@ -74,11 +74,15 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 		s.Paused = s.Paused || revisions.RollbackStopped
 	}
 	st := State{minReady: operand.MinReady(ps), now: now}
-	oldTerminating := 0
+	terminating, oldTerminating := 0, 0
 	for _, pod := range pods {
 		switch {
 		case !operand.IsLive(pod):
-			if operand.IsTerminating(pod) && pod.Labels[appv1alpha1.LabelRevisionHash] != revisions.UpdateHash {
+			if !operand.IsTerminating(pod) {
+				break
+			}
+			terminating++
+			if pod.Labels[appv1alpha1.LabelRevisionHash] != revisions.UpdateHash {
 				oldTerminating++
 			}
 		case pod.Labels[appv1alpha1.LabelRevisionHash] == revisions.UpdateHash:
@@ -95,6 +99,7 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 		Old:            st.count(st.Old, nil),
 		OldInPlace:     st.count(st.Old, st.movable),
 		CanCreateOld:   revisions.CanCreateOld(),
+		Terminating:    terminating,
 		OldTerminating: oldTerminating,
 	}
 	for _, pod := range st.Updated {
@@ -167,6 +172,13 @@ func (s State) count(pods []*slimpod.Pod, keep func(*slimpod.Pod) bool) rollout.
 // Strategy resolves the PodSet's update strategy for its replicas, and
 // names the field that does not resolve.
 func Strategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
+	s, err := updateStrategy(ps)
+	s.WaitForTermination = ps.Spec.PodReplacementPolicy == appv1alpha1.TerminationCompletePodReplacementPolicy
+	return s, err
+}
+
+// updateStrategy resolves spec.updateStrategy.
+func updateStrategy(ps *appv1alpha1.PodSet) (rollout.Strategy, error) {
 	us := ps.Spec.UpdateStrategy
 	if us.Recreate != nil && us.Type != appv1alpha1.RecreateStrategyType {
 		return rollout.Strategy{}, fmt.Errorf("spec.updateStrategy.recreate may only be set when type is Recreate, not %s", cmp.Or(us.Type, appv1alpha1.RollingUpdateStrategyType))

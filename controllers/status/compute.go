@@ -141,6 +141,9 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 	if in != nil && in.Strategy.Recreate {
 		facts.oldLeft, facts.oldTerminating = in.OldPodsLeft(), in.OldTerminating
 	}
+	if in != nil && in.Strategy.WaitForTermination {
+		facts.terminatingWaited = in.Terminating
+	}
 	if c := observed.Canary; c != nil && !c.Done {
 		facts.canary = c
 	}
@@ -335,6 +338,10 @@ type progressFacts struct {
 	// revisions are left, live or terminating, and how many of them are
 	// terminating; no pod is created until none is left.
 	oldLeft, oldTerminating int
+	// terminatingWaited: under podReplacementPolicy TerminationComplete,
+	// the terminating pods, which count against the bound until they are
+	// gone.
+	terminatingWaited int
 	// canary is where the canary steps stand, while some are left.
 	canary   *Canary
 	deadline time.Duration
@@ -393,10 +400,10 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 			f.oldLeft, f.oldTerminating, status.UpdateRevision)
 	case status.Replicas < desired:
 		c.Reason = appv1alpha1.ReasonScalingUp
-		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired)
+		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired) + f.terminatingNote()
 	case f.rolling:
 		c.Reason = appv1alpha1.ReasonRollingUpdate
-		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision) + f.stuckNote()
+		c.Message = fmt.Sprintf("%d of %d pods run revision %s", status.UpdatedReplicas, desired, status.UpdateRevision) + f.terminatingNote() + f.stuckNote()
 	case status.Replicas > desired:
 		c.Reason = appv1alpha1.ReasonScalingDown
 		c.Message = fmt.Sprintf("%d pods exist, %d wanted", status.Replicas, desired)
@@ -405,6 +412,15 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		c.Message = fmt.Sprintf("%d of %d pods available", status.AvailableReplicas, desired)
 	}
 	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// terminatingNote says, under podReplacementPolicy TerminationComplete,
+// that terminating pods hold the room of their replacements.
+func (f progressFacts) terminatingNote() string {
+	if f.terminatingWaited == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d terminating pods are waited for (podReplacementPolicy TerminationComplete)", f.terminatingWaited)
 }
 
 // setRollbackProgress makes the Progressing condition say what

@@ -570,3 +570,17 @@ func TestComputeStatusRecreateSaysWhatItWaitsFor(t *testing.T) {
 	st = Compute(ps, nil, observed, Outcome{Attempted: true}, operandtest.Now)
 	g.Expect(meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing).Reason).To(Equal(appv1alpha1.ReasonScalingUp), "once they are gone")
 }
+
+func TestComputeStatusSaysTerminatingPodsAreWaitedFor(t *testing.T) {
+	g := NewWithT(t)
+	ps := operandtest.PodSet(3)
+	ready := operandtest.Pod("a", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)))
+	terminating := operandtest.Pod("b", operandtest.ReadySince(operandtest.Now.Add(-time.Hour)), operandtest.TerminatingSince(operandtest.Now))
+	s := rollout.Strategy{MaxUnavailable: 1, WaitForTermination: true}
+	observed := Observed{UpdateRevision: "ps-1", Rollout: &rollout.Input{Replicas: 3, Strategy: s, Updated: rollout.Group{Live: 1, Available: 1}, Terminating: 1}}
+
+	st := Compute(ps, []*slimpod.Pod{ready, terminating}, observed, Outcome{Attempted: true}, operandtest.Now)
+	progressing := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+	g.Expect(progressing.Reason).To(Equal(appv1alpha1.ReasonScalingUp))
+	g.Expect(progressing.Message).To(Equal("1 of 3 pods exist; 1 terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
+}

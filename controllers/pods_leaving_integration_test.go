@@ -1,8 +1,10 @@
 package controllers
 
-// Integration tests of the Recreate update strategy: no pod of the new
-// revision while any pod of an older one is live or terminating, through a
-// rollout, a scale-up during it, and an auto-rollback.
+// Integration tests of how pods leave: the Recreate update strategy (no pod
+// of the new revision while any pod of an older one is live or terminating,
+// through a rollout, a scale-up during it, and an auto-rollback), and
+// podReplacementPolicy TerminationComplete (live and terminating pods never
+// above the bound).
 
 import (
 	"context"
@@ -17,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +48,7 @@ func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
 	for i := range old {
 		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
 	}
-	atOnce := watchRevisionsAtOnce(ctx, t, ns, ps.Name)
+	running := watchRunning(ctx, t, ns, ps.Name)
 
 	setImage(g, ps, "registry.example.com/web:2")
 	g.Eventually(func(g Gomega) {
@@ -77,7 +80,7 @@ func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
 	}
-	g.Expect(atOnce()).To(BeEmpty(), "moments with pods of two revisions")
+	g.Expect(running.twoRevisions()).To(BeEmpty(), "moments with pods of two revisions")
 }
 
 func TestIntegrationRecreateStrategyAutoRollback(t *testing.T) {
@@ -100,12 +103,58 @@ func TestIntegrationRecreateStrategyAutoRollback(t *testing.T) {
 	runGracePeriods(ctx, ns, time.Second)
 	waitForRolledOut(g, ps, replicas)
 	good := getPodSet(g, ps).Status.UpdateRevision
-	atOnce := watchRevisionsAtOnce(ctx, t, ns, ps.Name)
+	running := watchRunning(ctx, t, ns, ps.Name)
 
 	failed := rollToCrashingWeb2(g, ps, good)
 	p := waitForRolledBack(g, ps, replicas, failed, good)
 	g.Expect(p.Status.AutoRollback.Trigger).To(Equal("RestartLimit"))
-	g.Expect(atOnce()).To(BeEmpty(), "moments with pods of two revisions")
+	g.Expect(running.twoRevisions()).To(BeEmpty(), "moments with pods of two revisions")
+}
+
+func TestIntegrationTerminationCompleteKeepsTheBound(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas, surge = 4, 1
+	ps := createPodSet(t, ns, "complete", replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.PodReplacementPolicy = appv1alpha1.TerminationCompletePodReplacementPolicy
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(surge)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+		}
+	})
+	startFakeKubelet(ctx, t, ns)
+	runGracePeriods(ctx, ns, 2*time.Second)
+	waitForRolledOut(g, ps, replicas)
+	running := watchRunning(ctx, t, ns, ps.Name)
+
+	// A pod deleted by hand is replaced once it is gone, not before.
+	victim := listLivePods(g, ps)[0]
+	g.Expect(k8sClient.Delete(ctx, &victim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(1))
+		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(Equal(
+			"3 of 4 pods exist; 1 terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
+	}, eventually, poll).Should(Succeed())
+	waitForRolledOut(g, ps, replicas)
+	g.Expect(running.mostRunning()).To(Equal(replicas), "the replacement was made while the deleted pod terminated")
+
+	// A rollout: live and terminating pods within replicas + maxSurge.
+	setImage(g, ps, "registry.example.com/web:2")
+	waitForRolledOut(g, ps, replicas)
+	// A scale-down then a scale-up before the deleted pods are gone: the
+	// scale-up waits for them.
+	setReplicas(g, ps, 2)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.TerminatingReplicas).To(BeEquivalentTo(2))
+	}, eventually, poll).Should(Succeed())
+	setReplicas(g, ps, replicas)
+	waitForRolledOut(g, ps, replicas)
+	t.Logf("most live and terminating pods at once: %d (bound %d in a rollout)", running.mostRunning(), replicas+surge)
+	g.Expect(running.mostRunning()).To(BeNumerically("<=", replicas+surge), "live and terminating pods above replicas + maxSurge")
 }
 
 // Without the admission policy (Kubernetes 1.29, or --admission-policy
@@ -156,52 +205,72 @@ func runGracePeriods(ctx context.Context, ns string, grace time.Duration) {
 	}()
 }
 
-// watchRevisionsAtOnce follows the PodSet's pods through a watch on the API
-// server and returns a function that reports each moment since the call at
-// which pods of two revisions existed, live or terminating (a pod that
-// stopped, Succeeded or Failed, no longer runs).
-func watchRevisionsAtOnce(ctx context.Context, t *testing.T, ns, name string) func() []string {
+// runningWatch follows a PodSet's running pods (live or terminating; a pod
+// that stopped, Succeeded or Failed, no longer runs) through a watch on the
+// API server.
+type runningWatch struct {
+	mu   sync.Mutex
+	pods map[types.UID]*corev1.Pod
+	// moments are those at which pods of two revisions ran at once; most
+	// is the most pods that ran at once.
+	moments []string
+	most    int
+}
+
+// watchRunning starts a runningWatch of PodSet name's pods in ns.
+func watchRunning(ctx context.Context, t *testing.T, ns, name string) *runningWatch {
 	t.Helper()
 	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: appv1alpha1.LabelPodSet + "=" + name})
 	if err != nil {
 		t.Fatalf("watching pods: %v", err)
 	}
-	var mu sync.Mutex
-	pods := map[types.UID]*corev1.Pod{}
-	var moments []string
+	rw := &runningWatch{pods: map[types.UID]*corev1.Pod{}}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				rw.observe(ev.Type, pod, name)
 			}
-			mu.Lock()
-			if ev.Type == watch.Deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-				delete(pods, pod.UID)
-			} else {
-				pods[pod.UID] = pod
-			}
-			byRevision := map[string][]string{}
-			for _, p := range pods {
-				rev := revision.Name(name, p.Labels[appv1alpha1.LabelRevisionHash])
-				byRevision[rev] = append(byRevision[rev], p.Name)
-			}
-			if len(byRevision) > 1 {
-				var revs []string
-				for rev, names := range byRevision {
-					sort.Strings(names)
-					revs = append(revs, fmt.Sprintf("%s %v", rev, names))
-				}
-				slices.Sort(revs)
-				moments = append(moments, fmt.Sprintf("%s %s: %v", ev.Type, pod.Name, revs))
-			}
-			mu.Unlock()
 		}
 	}()
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(moments)
+	return rw
+}
+
+func (rw *runningWatch) observe(typ watch.EventType, pod *corev1.Pod, name string) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if typ == watch.Deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		delete(rw.pods, pod.UID)
+	} else {
+		rw.pods[pod.UID] = pod
 	}
+	rw.most = max(rw.most, len(rw.pods))
+	byRevision := map[string][]string{}
+	for _, p := range rw.pods {
+		rev := revision.Name(name, p.Labels[appv1alpha1.LabelRevisionHash])
+		byRevision[rev] = append(byRevision[rev], p.Name)
+	}
+	if len(byRevision) > 1 {
+		var revs []string
+		for rev, names := range byRevision {
+			sort.Strings(names)
+			revs = append(revs, fmt.Sprintf("%s %v", rev, names))
+		}
+		slices.Sort(revs)
+		rw.moments = append(rw.moments, fmt.Sprintf("%s %s: %v", typ, pod.Name, revs))
+	}
+}
+
+// twoRevisions is each moment at which pods of two revisions ran at once.
+func (rw *runningWatch) twoRevisions() []string {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return slices.Clone(rw.moments)
+}
+
+// mostRunning is the most pods, live and terminating, that ran at once.
+func (rw *runningWatch) mostRunning() int {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.most
 }
