@@ -219,11 +219,12 @@ func Headroom(in Input) int {
 
 // terminationBound is, under WaitForTermination, the most live and
 // terminating pods together: replicas, plus maxSurge while a rollout
-// replaces pods (an old pod is above its target, or still terminating), as
-// KEP-5882 bounds a Deployment's.
+// replaces pods (a revision group is above its target, partition's
+// rollback included, or an old pod still terminates), as KEP-5882 bounds a
+// Deployment's.
 func (in Input) terminationBound() int {
-	_, wantOld := Targets(in)
-	if in.Strategy.replacing() && (in.Old.Live > wantOld || in.OldTerminating > 0) {
+	wantUpd, wantOld := Targets(in)
+	if in.Strategy.replacing() && (in.Old.Live > wantOld || in.Updated.Live > wantUpd || in.OldTerminating > 0) {
 		return in.Replicas + in.Strategy.MaxSurge
 	}
 	return in.Replicas

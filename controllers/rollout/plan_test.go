@@ -432,6 +432,13 @@ func TestRecreateNeverRunsTwoRevisions(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					replicas = rng.IntN(20) + 1
 				}
+				// Now and then the template changes again: every pod
+				// is of an older revision.
+				if steps < 30 && rng.IntN(15) == 0 {
+					for i := range pods {
+						pods[i].updated = false
+					}
+				}
 				var in Input
 				in.Replicas, in.Strategy, in.CanCreateOld = replicas, Recreate(replicas), true
 				oldLeft := 0
@@ -529,12 +536,14 @@ func TestWaitForTermination(t *testing.T) {
 		terminating int
 		want        Plan
 	}{
+		{"the last old pod terminates: the surge is still the bound", 4, wait, Group{3, 3}, Group{}, 1, Plan{}},
 		{"a deleted pod is replaced once it is gone", 3, Strategy{MaxUnavailable: 1, WaitForTermination: true}, Group{2, 2}, Group{}, 1, Plan{}},
 		{"without the policy it is replaced at once", 3, Strategy{MaxUnavailable: 1}, Group{2, 2}, Group{}, 1, Plan{CreateUpdated: 1}},
 		{"rollout start: the surge only, the deleted pod's room waits", 4, wait, Group{}, Group{4, 4}, 0,
 			Plan{CreateUpdated: 1, DeleteOld: Deletions{Available: 1}}},
 		{"rollout: the deleted pod terminates, nothing more is created", 4, wait, Group{1, 0}, Group{3, 3}, 1, Plan{}},
-		{"the last old pod terminates: the surge is still the bound", 4, wait, Group{4, 4}, Group{}, 1, Plan{}},
+		{"a partition's rollback without unavailability surges with an old pod", 4, Strategy{MaxSurge: 1, Partition: 4, WaitForTermination: true}, Group{2, 2}, Group{2, 2}, 0,
+			Plan{CreateOld: 1}},
 		{"rollout: it is gone, its room is used", 4, wait, Group{1, 1}, Group{3, 3}, 0,
 			Plan{CreateUpdated: 1, DeleteOld: Deletions{Available: 1}}},
 		{"a scale-up waits for the terminating pods", 5, wait, Group{3, 3}, Group{}, 2, Plan{}},
@@ -543,6 +552,10 @@ func TestWaitForTermination(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Replicas: tc.replicas, Strategy: tc.s, Updated: tc.upd, Old: tc.old, Terminating: tc.terminating, CanCreateOld: true}
+			if tc.old.Live > 0 {
+				// The terminating pods are old ones.
+				in.OldTerminating = tc.terminating
+			}
 			plan := Step(in)
 			g := NewWithT(t)
 			g.Expect(plan).To(Equal(tc.want))
@@ -564,6 +577,7 @@ func TestWaitForTerminationKeepsTheBound(t *testing.T) {
 		replicas := rng.IntN(20) + 1
 		surge := intstr.FromInt32(int32(rng.IntN(4)))
 		unavailable := intstr.FromString(fmt.Sprintf("%d%%", rng.IntN(60)))
+		partition := 0
 		t.Run(fmt.Sprintf("%d: replicas=%d", trial, replicas), func(t *testing.T) {
 			g := NewWithT(t)
 			type pod struct {
@@ -579,7 +593,11 @@ func TestWaitForTerminationKeepsTheBound(t *testing.T) {
 				if steps < 20 && rng.IntN(8) == 0 {
 					replicas = rng.IntN(20) + 1
 				}
-				s, err := Resolve(replicas, false, false, &surge, &unavailable, 0)
+				// A partition raised now and then rolls pods back.
+				if steps < 20 && rng.IntN(8) == 0 {
+					partition = rng.IntN(replicas + 1)
+				}
+				s, err := Resolve(replicas, false, false, &surge, &unavailable, partition)
 				g.Expect(err).NotTo(HaveOccurred())
 				s.WaitForTermination = true
 				in := Input{Replicas: replicas, Strategy: s, CanCreateOld: true}
@@ -601,16 +619,23 @@ func TestWaitForTerminationKeepsTheBound(t *testing.T) {
 					}
 				}
 				if Complete(in) && in.Terminating == 0 {
-					return
+					if steps >= 20 {
+						return
+					}
+					continue
 				}
 				plan := Step(in)
 				if creations := plan.CreateUpdated + plan.CreateOld; creations > 0 {
 					bound := replicas
-					if in.Old.Live > 0 || in.OldTerminating > 0 {
+					wantUpd, wantOld := Targets(in)
+					if in.Old.Live > wantOld || in.Updated.Live > wantUpd || in.OldTerminating > 0 {
 						bound += s.MaxSurge
 					}
 					g.Expect(in.Updated.Live+in.Old.Live+in.Terminating+creations).To(BeNumerically("<=", bound),
 						"live and terminating pods above replicas (+ maxSurge in a rollout)")
+				}
+				for range plan.CreateOld {
+					g.Expect(partition).To(BeNumerically(">", 0), "old pods created without a partition")
 				}
 				remove := func(updated, available bool, n int) {
 					for i := range pods {

@@ -235,12 +235,22 @@ func progressed(ps *appv1alpha1.PodSet, prev, cur appv1alpha1.PodSetStatus, paus
 		cur.AvailableReplicas > prev.AvailableReplicas ||
 		cur.Replicas-cur.UpdatedReplicas < prev.Replicas-prev.UpdatedReplicas ||
 		distance(cur.Replicas) < distance(prev.Replicas) ||
-		// A pod that ended its grace period: what a Recreate rollout
-		// waits for before it creates any pod.
-		cur.TerminatingReplicas < prev.TerminatingReplicas ||
+		// A pod that ended its grace period, where the operator waits
+		// for that before it creates a pod (Recreate,
+		// TerminationComplete); elsewhere terminating pods hold nothing
+		// back, and their end is no progress of the rollout.
+		(waitsForTermination(ps) && cur.TerminatingReplicas < prev.TerminatingReplicas) ||
 		// A canary step begun, or a measurement taken, is progress: an
 		// analysis moves no pod for as long as it measures.
 		canaryMoved(prev.Canary, cur.Canary)
+}
+
+// waitsForTermination reports whether the operator waits for terminating
+// pods to be gone before it creates pods: under Recreate (old ones) or
+// podReplacementPolicy TerminationComplete.
+func waitsForTermination(ps *appv1alpha1.PodSet) bool {
+	return ps.Spec.UpdateStrategy.Type == appv1alpha1.RecreateStrategyType ||
+		ps.Spec.PodReplacementPolicy == appv1alpha1.TerminationCompletePodReplacementPolicy
 }
 
 // toTheSecond is c with its times to the second, as the API server stores
