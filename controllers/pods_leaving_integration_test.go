@@ -126,32 +126,59 @@ func TestIntegrationTerminationCompleteKeepsTheBound(t *testing.T) {
 		}
 	})
 	startFakeKubelet(ctx, t, ns)
-	runGracePeriods(ctx, ns, 2*time.Second)
 	waitForRolledOut(g, ps, replicas)
 	running := watchRunning(ctx, t, ns, ps.Name)
+	// hold keeps the pods Terminating once deleted, until release.
+	hold := func(pods []corev1.Pod) {
+		for i := range pods {
+			g.Expect(k8sClient.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
+		}
+	}
+	release := func() {
+		var list corev1.PodList
+		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for i := range list.Items {
+			if pod := &list.Items[i]; pod.DeletionTimestamp != nil {
+				g.Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+			}
+		}
+	}
+	waitedFor := func(exist, terminating int) {
+		g.Eventually(func(g Gomega) {
+			st := getPodSet(g, ps).Status
+			g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(terminating))
+			g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(Equal(fmt.Sprintf(
+				"%d of %d pods exist; %d terminating pods are waited for (podReplacementPolicy TerminationComplete)", exist, replicas, terminating)))
+		}, eventually, poll).Should(Succeed())
+		g.Expect(listLivePods(g, ps)).To(HaveLen(exist), "a replacement made while the pod it replaces terminates")
+	}
 
 	// A pod deleted by hand is replaced once it is gone, not before.
-	victim := listLivePods(g, ps)[0]
-	g.Expect(k8sClient.Delete(ctx, &victim)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		st := getPodSet(g, ps).Status
-		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(1))
-		g.Expect(conditionMessage(st, appv1alpha1.ConditionProgressing)).To(Equal(
-			"3 of 4 pods exist; 1 terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
-	}, eventually, poll).Should(Succeed())
+	pods := listLivePods(g, ps)
+	hold(pods)
+	g.Expect(k8sClient.Delete(ctx, &pods[0])).To(Succeed())
+	waitedFor(replicas-1, 1)
+	release()
 	waitForRolledOut(g, ps, replicas)
-	g.Expect(running.mostRunning()).To(Equal(replicas), "the replacement was made while the deleted pod terminated")
+	g.Expect(running.mostRunning()).To(Equal(replicas), "live and terminating pods above replicas")
 
-	// A rollout: live and terminating pods within replicas + maxSurge.
-	setImage(g, ps, "registry.example.com/web:2")
-	waitForRolledOut(g, ps, replicas)
-	// A scale-down then a scale-up before the deleted pods are gone: the
+	// A scale-down, then a scale-up while the deleted pods terminate: the
 	// scale-up waits for them.
+	hold(listLivePods(g, ps))
 	setReplicas(g, ps, 2)
 	g.Eventually(func(g Gomega) {
 		g.Expect(getPodSet(g, ps).Status.TerminatingReplicas).To(BeEquivalentTo(2))
 	}, eventually, poll).Should(Succeed())
 	setReplicas(g, ps, replicas)
+	waitedFor(2, 2)
+	release()
+	waitForRolledOut(g, ps, replicas)
+	g.Expect(running.mostRunning()).To(Equal(replicas), "live and terminating pods above replicas outside a rollout")
+
+	// A rollout whose deleted pods terminate for a second: live and
+	// terminating pods within replicas + maxSurge.
+	runGracePeriods(ctx, ns, time.Second)
+	setImage(g, ps, "registry.example.com/web:2")
 	waitForRolledOut(g, ps, replicas)
 	t.Logf("most live and terminating pods at once: %d (bound %d in a rollout)", running.mostRunning(), replicas+surge)
 	g.Expect(running.mostRunning()).To(BeNumerically("<=", replicas+surge), "live and terminating pods above replicas + maxSurge")

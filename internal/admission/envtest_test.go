@@ -143,8 +143,8 @@ func TestPolicyAgainstAPIServer(t *testing.T) {
 	})
 
 	// updateStrategy.recreate only with the Recreate strategy, whatever
-	// type says (the default included); a PodSet that had it before the
-	// policy can still be scaled.
+	// type says (the default included); the scale subresource is not the
+	// policy's.
 	t.Run("spec.updateStrategy.recreate", func(t *testing.T) {
 		g := NewWithT(t)
 		withRecreate := func(name string, typ appv1alpha1.UpdateStrategyType) *appv1alpha1.PodSet {

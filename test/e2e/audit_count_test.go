@@ -118,6 +118,64 @@ func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 	return most, nil
 }
 
+// auditMaxRunning is the most pods running at once in namespace ns, live
+// or terminating, from the API server's audit log: a pod runs from its
+// successful create until its last successful delete (the one that removed
+// it: a graceful delete only sets its deletionTimestamp, and the kubelet's,
+// or kwok's, removes it once it has ended) or a status write to Failed or
+// Succeeded, taken at the moment that keeps the count a lower bound
+// (podAuditEvent.at). What podReplacementPolicy TerminationComplete
+// bounds.
+func auditMaxRunning(ns string) (int, error) {
+	f, err := os.Open(env.cluster.AuditLogPath())
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return maxRunningInAuditLog(f, ns)
+}
+
+// maxRunningInAuditLog is auditMaxRunning over an audit log's JSON lines.
+func maxRunningInAuditLog(log io.Reader, ns string) (int, error) {
+	var events []podAuditEvent
+	err := eachAuditEvent(log, func(e podAuditEvent) {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
+			return
+		}
+		if c := e.ResponseStatus.Code; c >= 200 && c <= 299 {
+			events = append(events, e)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
+	lastDelete := map[string]int{}
+	for i, e := range events {
+		if e.Verb == "delete" && e.ObjectRef.Subresource == "" {
+			lastDelete[e.ObjectRef.Name] = i
+		}
+	}
+	running := map[string]bool{}
+	most := 0
+	for i, e := range events {
+		switch {
+		case e.Verb == "create" && e.ObjectRef.Subresource == "":
+			if e.ResponseObject != nil {
+				running[e.ResponseObject.Metadata.Name] = true
+			}
+		case e.Verb == "delete" && e.ObjectRef.Subresource == "":
+			if lastDelete[e.ObjectRef.Name] == i {
+				delete(running, e.ObjectRef.Name)
+			}
+		case e.ends():
+			delete(running, e.ObjectRef.Name)
+		}
+		most = max(most, len(running))
+	}
+	return most, nil
+}
+
 // eachAuditEvent decodes each of an audit log's JSON lines as an E and hands
 // it to f. A line that does not decode is skipped: the fault matrix kills
 // the API server, which may leave its last line half written.

@@ -42,6 +42,33 @@ func TestMaxLiveInAuditLogCountsADeleteWhenReceived(t *testing.T) {
 	g.Expect(most).To(Equal(2))
 }
 
+// A pod deleted gracefully runs until the delete that removes it; its
+// replacement made meanwhile counts beside it.
+func TestMaxRunningInAuditLogCountsTerminatingPods(t *testing.T) {
+	g := NewWithT(t)
+	line := func(verb, name, received string) string {
+		ref := `"objectRef":{"resource":"pods","namespace":"ns","name":"` + name + `"}`
+		obj := ""
+		if verb == "create" {
+			ref, obj = `"objectRef":{"resource":"pods","namespace":"ns"}`, `"responseObject":{"metadata":{"name":"`+name+`"}},`
+		}
+		return `{"verb":"` + verb + `",` + ref + `,"responseStatus":{"code":200},` + obj +
+			`"requestReceivedTimestamp":"2026-12-06T10:00:` + received + `Z","stageTimestamp":"2026-12-06T10:00:` + received + `Z"}`
+	}
+	log := strings.Join([]string{
+		line("create", "a", "00.000"), line("create", "b", "00.100"),
+		// b deleted with a grace period, c created while it terminates,
+		// b removed by its kubelet 5 s later.
+		line("delete", "b", "01.000"), line("create", "c", "01.500"), line("delete", "b", "06.000"),
+	}, "\n")
+	running, err := maxRunningInAuditLog(strings.NewReader(log), "ns")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(running).To(Equal(3), "b ran until its last delete, beside a and c")
+	live, err := maxLiveInAuditLog(strings.NewReader(log), "ns")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(live).To(Equal(2), "b was no longer live once deleted")
+}
+
 // Only the authorizer's refusals count as RBAC denials: a create refused by
 // admission in a namespace being deleted is a 403 the authorizer allowed.
 func TestDeniedByRBAC(t *testing.T) {

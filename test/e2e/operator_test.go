@@ -27,6 +27,7 @@ func TestOperator(t *testing.T) {
 		{"RecreatedAfterOrphaningDeleteKeepsItsPods", testRecreateAfterOrphaningDelete},
 		{"RollingUpdateWithinBoundsOperatorKilled", testRollingUpdate},
 		{"RecreateNeverRunsTwoRevisionsOperatorKilled", testRecreate},
+		{"TerminationCompleteKeepsTheBoundByTheAuditLog", testTerminationComplete},
 		{"RolloutPluginVerbs", testRolloutPluginVerbs},
 		{"UpgradeFromV010TouchesNoPod", testUpgradeFromV010},
 		{"LeastPrivilege", testLeastPrivilege},
