@@ -39,6 +39,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -113,8 +114,18 @@ func Start(ctx context.Context, cluster *localcluster.Cluster, admin client.Clie
 	if err := cluster.WaitForCRDEstablished(ctx, crdName, time.Minute); err != nil {
 		return nil, err
 	}
-	if err := apply(ctx, admin, defaultSCCs); err != nil {
-		return nil, fmt.Errorf("installing the default SCCs: %w", err)
+	// The API server adds a new CRD's kind to discovery a moment after it
+	// reports the CRD Established, and the client finds the kind only
+	// then: until it does, the apply fails with no match for the kind.
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = apply(ctx, admin, defaultSCCs)
+		if meta.IsNoMatchError(last) {
+			return false, nil
+		}
+		return last == nil, last
+	}); err != nil {
+		return nil, fmt.Errorf("installing the default SCCs: %w", errors.Join(err, last))
 	}
 
 	dir, err := os.MkdirTemp("", "openshift-stand-in-")
