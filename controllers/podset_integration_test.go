@@ -437,7 +437,11 @@ func TestIntegrationRejectsInvalidSpecs(t *testing.T) {
 		{"rollingUpdate with OnDelete", func(p *appv1alpha1.PodSet) {
 			p.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Type: appv1alpha1.OnDeleteStrategyType, RollingUpdate: &appv1alpha1.RollingUpdate{}}
 		}, "spec.updateStrategy.rollingUpdate"},
-		{"unknown strategy type", func(p *appv1alpha1.PodSet) { p.Spec.UpdateStrategy.Type = "Recreate" }, "spec.updateStrategy.type"},
+		{"unknown strategy type", func(p *appv1alpha1.PodSet) { p.Spec.UpdateStrategy.Type = "Replace" }, "spec.updateStrategy.type"},
+		{"rollingUpdate with Recreate", func(p *appv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy = appv1alpha1.UpdateStrategy{Type: appv1alpha1.RecreateStrategyType, RollingUpdate: &appv1alpha1.RollingUpdate{}}
+		}, "spec.updateStrategy.rollingUpdate"},
+		{"unknown pod replacement policy", func(p *appv1alpha1.PodSet) { p.Spec.PodReplacementPolicy = "Never" }, "spec.podReplacementPolicy"},
 		{"zero progress deadline", func(p *appv1alpha1.PodSet) { p.Spec.ProgressDeadlineSeconds = ptr.To(int32(0)) }, "spec.progressDeadlineSeconds"},
 		{"negative revision history", func(p *appv1alpha1.PodSet) { p.Spec.RevisionHistoryLimit = ptr.To(int32(-1)) }, "spec.revisionHistoryLimit"},
 		{"annotation key with spaces", func(p *appv1alpha1.PodSet) { p.Spec.PodAnnotations = map[string]string{"not a key": "x"} }, "spec.podAnnotations"},
