@@ -89,19 +89,10 @@ func auditMaxLive(ns string) (int, error) {
 
 // maxLiveInAuditLog is auditMaxLive over an audit log's JSON lines.
 func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
-	var events []podAuditEvent
-	err := eachAuditEvent(log, func(e podAuditEvent) {
-		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
-			return
-		}
-		if c := e.ResponseStatus.Code; c >= 200 && c <= 299 {
-			events = append(events, e)
-		}
-	})
+	events, err := podEventsInAuditLog(log, ns)
 	if err != nil {
 		return 0, err
 	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
 	live := map[string]bool{}
 	most := 0
 	for _, e := range events {
@@ -116,6 +107,23 @@ func maxLiveInAuditLog(log io.Reader, ns string) (int, error) {
 		most = max(most, len(live))
 	}
 	return most, nil
+}
+
+// podEventsInAuditLog is the successful requests on the pods of namespace
+// ns in an audit log's JSON lines, in the order in which they count
+// (podAuditEvent.at).
+func podEventsInAuditLog(log io.Reader, ns string) ([]podAuditEvent, error) {
+	var events []podAuditEvent
+	err := eachAuditEvent(log, func(e podAuditEvent) {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
+			return
+		}
+		if c := e.ResponseStatus.Code; c >= 200 && c <= 299 {
+			events = append(events, e)
+		}
+	})
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
+	return events, err
 }
 
 // auditMaxRunning is the most pods running at once in namespace ns, live
@@ -137,19 +145,10 @@ func auditMaxRunning(ns string) (int, error) {
 
 // maxRunningInAuditLog is auditMaxRunning over an audit log's JSON lines.
 func maxRunningInAuditLog(log io.Reader, ns string) (int, error) {
-	var events []podAuditEvent
-	err := eachAuditEvent(log, func(e podAuditEvent) {
-		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != ns {
-			return
-		}
-		if c := e.ResponseStatus.Code; c >= 200 && c <= 299 {
-			events = append(events, e)
-		}
-	})
+	events, err := podEventsInAuditLog(log, ns)
 	if err != nil {
 		return 0, err
 	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
 	lastDelete := map[string]int{}
 	for i, e := range events {
 		if e.Verb == "delete" && e.ObjectRef.Subresource == "" {
