@@ -40,7 +40,11 @@ func newPauseCommand(o *options, pause bool) *cobra.Command {
 				return fmt.Errorf("podset %q uses the %s update strategy: only a RollingUpdate rollout can be %s", ps.Name, t, done)
 			}
 			if isPaused(ps) == pause {
-				return fmt.Errorf("podset.app.example.com %q is not paused", ps.Name)
+				state := "not paused"
+				if pause {
+					state = "already paused"
+				}
+				return fmt.Errorf("podset.app.example.com %q is %s", ps.Name, state)
 			}
 			patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":%t}}}}`, pause)
 			if err := c.Patch(cmd.Context(), ps, client.RawPatch(types.MergePatchType, patch)); err != nil {

@@ -189,6 +189,8 @@ func TestPauseResumeRestart(t *testing.T) {
 	g.Expect(out).To(Equal("podset.app.example.com/web paused\n"))
 	g.Expect(get(g, ps).Spec.UpdateStrategy.RollingUpdate.Paused).To(BeTrue())
 	g.Expect(get(g, ps).Spec.UpdateStrategy.RollingUpdate.MaxSurge).NotTo(BeNil(), "the API server defaults the rest")
+	_, err = run(ns, "rollout", "pause", "web")
+	g.Expect(err).To(MatchError(ContainSubstring(`"web" is already paused`)))
 
 	_, err = run(ns, "rollout", "restart", "web")
 	g.Expect(err).To(MatchError(ContainSubstring("can't restart paused podset")))
@@ -197,7 +199,15 @@ func TestPauseResumeRestart(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(get(g, ps).Spec.UpdateStrategy.RollingUpdate.Paused).To(BeFalse())
 	_, err = run(ns, "rollout", "resume", "web")
-	g.Expect(err).To(MatchError(ContainSubstring("is not paused")))
+	g.Expect(err).To(MatchError(ContainSubstring(`"web" is not paused`)))
+
+	// Only a RollingUpdate pauses.
+	g.Expect(k8s.Patch(context.Background(), get(g, ps), client.RawPatch(client.Merge.Type(),
+		[]byte(`{"spec":{"updateStrategy":{"type":"Recreate","rollingUpdate":null}}}`)))).To(Succeed())
+	_, err = run(ns, "rollout", "pause", "web")
+	g.Expect(err).To(MatchError(ContainSubstring(`podset "web" uses the Recreate update strategy: only a RollingUpdate rollout can be paused`)))
+	g.Expect(k8s.Patch(context.Background(), get(g, ps), client.RawPatch(client.Merge.Type(),
+		[]byte(`{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}`)))).To(Succeed())
 
 	_, err = run(ns, "rollout", "restart", "web")
 	g.Expect(err).NotTo(HaveOccurred())
