@@ -46,8 +46,10 @@ import (
 // app.example.com/podset label (claims.go). An in-place update also patches a pod's
 // status (the condition of its readiness gate) and resizes it
 // (in_place_updates.go). Events go through the events.k8s.io API, which
-// patches a repeated event's series instead of creating a new one.
-// +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch
+// patches a repeated event's series instead of creating a new one. A
+// PodSet's own spec is patched for one field: the names its pods no longer
+// have are removed from spec.scaleStrategy.podsToDelete (pods_to_delete.go).
+// +kubebuilder:rbac:groups=app.example.com,resources=podsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/status,verbs=patch
 // +kubebuilder:rbac:groups=app.example.com,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
@@ -121,7 +123,8 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	gracePeriodEndsIn, err := r.scalePods(ctx, s, podCache)
 	errs := []error{err, r.awaitFirstRevision(s), r.pruneRevisions(ctx, s)}
 	statusDueIn, err := r.updateStatus(ctx, s)
-	if err := kerrors.NewAggregate(append(errs, err)); err != nil {
+	errs = append(errs, err, r.prunePodsToDelete(ctx, s, podCache))
+	if err := kerrors.NewAggregate(errs); err != nil {
 		return r.retry(ctx, rec, err)
 	}
 	// Read again: the scaling step may have just expected writes, and the

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/consistency"
@@ -87,6 +88,11 @@ type podSetRecord struct {
 	// or was paced): the measurements it holds are not taken again
 	// (canary_steps.go).
 	canary *appv1alpha1.CanaryStatus
+	// namedSeen are the pods seen as the PodSet's while
+	// spec.scaleStrategy.podsToDelete lists names, so that a named pod gone
+	// before the next look is not reported as unknown; only the names
+	// still listed are kept (pods_to_delete.go).
+	namedSeen sets.Set[string]
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

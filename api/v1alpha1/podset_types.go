@@ -164,6 +164,10 @@ type PodSetSpec struct {
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
+	// scaleStrategy names pods to remove before any other.
+	// +optional
+	ScaleStrategy *ScaleStrategy `json:"scaleStrategy,omitempty"`
+
 	// podReplacementPolicy is when a pod that is being deleted is replaced,
 	// as KEP-5882 proposes it for Deployments:
 	//   - TerminationStarted (the default, when unset): as soon as its
@@ -186,6 +190,42 @@ type PodSetSpec struct {
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// ScaleStrategy names the pods a PodSet removes first.
+type ScaleStrategy struct {
+	// podsToDelete names pods of this PodSet to delete, as OpenKruise's
+	// CloneSet takes them:
+	//   - when replicas is lowered, the named pods are the ones removed,
+	//     before any other;
+	//   - otherwise each named pod is replaced, in every update strategy:
+	//     its replacement is created first where maxUnavailable is 0 (it
+	//     uses maxSurge), and the pod is deleted first where
+	//     maxUnavailable allows;
+	//   - the operator removes a name from the list once no live pod of
+	//     the PodSet has it: its pod is deleted, gone, or was never the
+	//     PodSet's. Names that were never the PodSet's pods are ignored,
+	//     and a Warning event (reason PodToDeleteUnknown) names them.
+	// Lower replicas in the same write to remove pods without
+	// replacement: `kubectl podset delete-pod --scale-down` does. Pods
+	// named here are not updated in place. At most 500 names; tools that
+	// re-apply the spec (GitOps) should leave this list out, or it is
+	// written back after the operator clears it.
+	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	// +optional
+	PodsToDelete []string `json:"podsToDelete,omitempty"`
+}
+
+// PodsToDelete is spec.scaleStrategy.podsToDelete, or nil.
+func (s *PodSetSpec) PodsToDelete() []string {
+	if s.ScaleStrategy == nil {
+		return nil
+	}
+	return s.ScaleStrategy.PodsToDelete
 }
 
 // PodReplacementPolicy is when a pod being deleted is replaced.

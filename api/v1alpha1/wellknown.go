@@ -51,7 +51,11 @@ const (
 	ReasonRollingUpdate = "RollingUpdate"
 	// ReasonWaitingForOldPods: a Recreate rollout waits for the pods of
 	// older revisions to be gone before it creates any.
-	ReasonWaitingForOldPods        = "WaitingForOldPods"
+	ReasonWaitingForOldPods = "WaitingForOldPods"
+	// ReasonDeletingNamedPods: pods that spec.scaleStrategy.podsToDelete
+	// names are still live, to be deleted (and replaced, unless replicas
+	// was lowered).
+	ReasonDeletingNamedPods        = "DeletingNamedPods"
 	ReasonWaitingForAvailability   = "WaitingForAvailability"
 	ReasonNewRevisionAvailable     = "NewRevisionAvailable"
 	ReasonPaused                   = "Paused"

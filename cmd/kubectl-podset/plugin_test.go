@@ -390,6 +390,8 @@ func TestRolloutStatusMessages(t *testing.T) {
 		{"paused", mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4, UpdatedReplicas: 1}, "Paused"), "", false, "is paused (1 of 4 pods updated)"},
 		{"recreate waiting for the old pods", withMessage(mk(4, 0, appv1alpha1.PodSetStatus{TerminatingReplicas: 4}, appv1alpha1.ReasonWaitingForOldPods), "Recreate: 4 pods of older revisions are left (4 of them terminating)"),
 			`Waiting for podset "web" rollout to finish: Recreate: 4 pods of older revisions are left (4 of them terminating)...`, false, ""},
+		{"named pods to delete", withMessage(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 5, UpdatedReplicas: 5}, appv1alpha1.ReasonDeletingNamedPods), "1 pods named in spec.scaleStrategy.podsToDelete are left to delete; 5 pods exist, 4 wanted, 5 available"),
+			`Waiting for podset "web" rollout to finish: 1 pods named in spec.scaleStrategy.podsToDelete are left to delete; 5 pods exist, 4 wanted, 5 available...`, false, ""},
 		{"rolled back", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRolledBack)), "", false,
 			`podset "web": revision web-2 failed (RestartLimit: ...) (RolledBack; apply a fixed template, or ` + "`kubectl podset rollout retry web`" + ` once the rollback is done): rollout failed`},
 		{"rollback stopped", rolledBack(mk(4, 0, appv1alpha1.PodSetStatus{Replicas: 4}, appv1alpha1.ReasonRollbackStopped)), "", false,

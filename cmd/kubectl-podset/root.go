@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -21,6 +22,7 @@ var scheme = runtime.NewScheme()
 func init() {
 	utilruntime.Must(appv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(appsv1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme))
 }
 
 // options are what every verb shares: the kubeconfig flags (--kubeconfig,
@@ -79,7 +81,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newPromoteCommand(o),
 		newAbortCommand(o),
 	)
-	root.AddCommand(rollout)
+	root.AddCommand(rollout, newDeletePodCommand(o))
 	return root
 }
 

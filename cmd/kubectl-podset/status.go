@@ -112,8 +112,9 @@ func rolloutStatus(ps *appv1alpha1.PodSet) (string, bool, error) {
 		return fmt.Sprintf("podset %q successfully rolled out (%d pods still terminating)", ps.Name, st.TerminatingReplicas), true, nil
 	case done:
 		return fmt.Sprintf("podset %q successfully rolled out", ps.Name), true, nil
-	case progressing != nil && progressing.Reason == appv1alpha1.ReasonWaitingForOldPods:
-		// Recreate: no new pod until every old one is gone.
+	case progressing != nil && (progressing.Reason == appv1alpha1.ReasonWaitingForOldPods || progressing.Reason == appv1alpha1.ReasonDeletingNamedPods):
+		// Recreate: no new pod until every old one is gone; or named pods
+		// to delete, which no count below tells.
 		return fmt.Sprintf("Waiting for podset %q rollout to finish: %s...", ps.Name, progressing.Message), false, nil
 	case st.UpdatedReplicas < wantUpdated:
 		return fmt.Sprintf("Waiting for podset %q rollout to finish: %d out of %d new replicas have been updated...", ps.Name, st.UpdatedReplicas, wantUpdated), false, nil

@@ -17,6 +17,10 @@
 //     template, but scaling goes on and fills the revision that is short;
 //   - the Recreate strategy, as the Deployment's, deletes every old pod at
 //     once and creates no pod while any old one is live or terminating;
+//   - pods named for deletion (spec.scaleStrategy.podsToDelete) go before
+//     any other in a scale-down, and are otherwise replaced in every
+//     strategy, within maxSurge and maxUnavailable: surge first where no
+//     pod may be unavailable;
 //   - under an in-place pod update policy, old pods that can take the update
 //     revision as they are move to it instead of being replaced: they stay
 //     live (no surge) and are unavailable until the kubelet is done, so
@@ -139,6 +143,9 @@ type Plan struct {
 	// DeleteOldInPlace is how many old pods that could be updated in place
 	// to delete all the same; DeleteOld counts the other old pods.
 	DeleteOldInPlace Deletions
+	// DeleteNamed is how many pods named for deletion (Input.NamedUpdated
+	// and NamedOld) to delete; the other Delete fields count none of them.
+	DeleteNamed Deletions
 	// UpdateInPlace is how many old pods, of those that can, to update in
 	// place: the unavailable ones first, then available ones.
 	UpdateInPlace Deletions
@@ -167,6 +174,26 @@ type Input struct {
 	// 0 and no old pod is live; under WaitForTermination, Terminating
 	// counts against the bound.
 	Terminating, OldTerminating int
+	// NamedUpdated and NamedOld are the parts of Updated and Old named for
+	// deletion: they are deleted in every strategy, before any other pod,
+	// and replaced unless replicas is lowered. OldInPlace counts none of
+	// them.
+	NamedUpdated, NamedOld Group
+}
+
+// namedParts are NamedUpdated and NamedOld, each within its group.
+func (in Input) namedParts() (upd, old Group) {
+	within := func(part, g Group) Group {
+		live := min(part.Live, g.Live)
+		return Group{Live: live, Available: min(part.Available, g.Available, live)}
+	}
+	return within(in.NamedUpdated, in.Updated), within(in.NamedOld, in.Old)
+}
+
+// named is every live pod named for deletion.
+func (in Input) named() Group {
+	upd, old := in.namedParts()
+	return Group{Live: upd.Live + old.Live, Available: upd.Available + old.Available}
 }
 
 // OldPodsLeft is how many pods of older revisions are live or terminating.
@@ -191,9 +218,10 @@ func Targets(in Input) (updated, old int) {
 func (s Strategy) replacing() bool { return !s.OnDelete && !s.Paused }
 
 // maxLive is the most live pods a step may leave: replicas, plus maxSurge
-// while pods are being replaced.
+// while pods are being replaced (for their template, or because they are
+// named for deletion).
 func (in Input) maxLive() int {
-	if in.Strategy.replacing() {
+	if in.Strategy.replacing() || in.named().Live > 0 {
 		return in.Replicas + in.Strategy.MaxSurge
 	}
 	return in.Replicas
@@ -220,11 +248,12 @@ func Headroom(in Input) int {
 // terminationBound is, under WaitForTermination, the most live and
 // terminating pods together: replicas, plus maxSurge while a rollout
 // replaces pods (a revision group is above its target, partition's
-// rollback included, or an old pod still terminates), as KEP-5882 bounds a
-// Deployment's.
+// rollback included, or an old pod still terminates) or while a pod named
+// for deletion is live, as KEP-5882 bounds a Deployment's.
 func (in Input) terminationBound() int {
 	wantUpd, wantOld := Targets(in)
-	if in.Strategy.replacing() && (in.Old.Live > wantOld || in.Updated.Live > wantUpd || in.OldTerminating > 0) {
+	rolling := in.Strategy.replacing() && (in.Old.Live > wantOld || in.Updated.Live > wantUpd || in.OldTerminating > 0)
+	if rolling || in.named().Live > 0 {
 		return in.Replicas + in.Strategy.MaxSurge
 	}
 	return in.Replicas
@@ -244,17 +273,25 @@ func Step(in Input) Plan {
 		return recreateStep(in)
 	}
 	var p Plan
-	replicas, s, upd := in.Replicas, in.Strategy, in.Updated
-	// The old pods, in two parts: those that can be updated in place
-	// (inPlace) and the rest, which only replacement moves (rest).
-	inPlace := Group{Live: min(in.OldInPlace.Live, in.Old.Live), Available: min(in.OldInPlace.Available, in.Old.Available)}
-	rest := Group{Live: in.Old.Live - inPlace.Live, Available: max(in.Old.Available-inPlace.Available, 0)}
+	replicas, s := in.Replicas, in.Strategy
+	// The pods named for deletion (named), and the others of each
+	// revision group: the update revision's (upd), and the old ones, in
+	// two parts: those that can be updated in place (inPlace) and the
+	// rest, which only replacement moves (rest).
+	namedUpd, namedOld := in.namedParts()
+	named := in.named()
+	upd := Group{Live: in.Updated.Live - namedUpd.Live, Available: max(in.Updated.Available-namedUpd.Available, 0)}
+	old := Group{Live: in.Old.Live - namedOld.Live, Available: max(in.Old.Available-namedOld.Available, 0)}
+	inPlace := Group{Live: min(in.OldInPlace.Live, old.Live), Available: min(in.OldInPlace.Available, old.Available)}
+	rest := Group{Live: old.Live - inPlace.Live, Available: max(old.Available-inPlace.Available, 0)}
 	oldLive := func() int { return rest.Live + inPlace.Live }
 	wantUpd, wantOld := Targets(in)
 	replacing := s.replacing()
 	maxLive := in.maxLive()
 	minAvailable := max(replicas-s.MaxUnavailable, 0)
-	budget := func() int { return max(upd.Available+rest.Available+inPlace.Available-minAvailable, 0) }
+	budget := func() int {
+		return max(upd.Available+rest.Available+inPlace.Available+named.Available-minAvailable, 0)
+	}
 
 	// take deletes n pods of g, unavailable ones first, and returns n.
 	take := func(g *Group, d *Deletions, n int) int {
@@ -267,19 +304,38 @@ func Step(in Input) Plan {
 		return n
 	}
 
+	// replace deletes up to surplus pods of g: the unavailable ones
+	// freely, available ones only while enough others stay available.
+	replace := func(g *Group, d *Deletions, surplus int) int {
+		surplus = min(surplus, g.Live)
+		unavailable := take(g, d, min(surplus, g.Live-g.Available))
+		available := min(surplus-unavailable, budget())
+		g.Live -= available
+		g.Available -= available
+		d.Available += available
+		return unavailable + available
+	}
+
 	// 1. Above replicas + surge (a scale-down, or surge left over from a
 	// step that is no longer needed), pods go now, whatever the
-	// availability, as a ReplicaSet scales down: from the groups above
-	// their target, old revisions first, and of those the ones that
-	// cannot be updated in place.
-	excess := max(upd.Live+oldLive()-maxLive, 0)
+	// availability, as a ReplicaSet scales down: the pods named for
+	// deletion first, then from the groups above their target, old
+	// revisions first, and of those the ones that cannot be updated in
+	// place.
+	excess := max(upd.Live+oldLive()+named.Live-maxLive, 0)
+	excess -= take(&named, &p.DeleteNamed, excess)
 	fromOld := min(excess, max(oldLive()-wantOld, 0))
 	excess -= fromOld
 	fromOld -= take(&rest, &p.DeleteOld, fromOld)
 	take(&inPlace, &p.DeleteOldInPlace, fromOld)
 	take(&upd, &p.DeleteUpdated, min(excess, max(upd.Live-wantUpd, 0)))
 
-	// 2a. In place: old pods above their target that can take the update
+	// 2. The pods named for deletion that are left go in every strategy,
+	// before any replacement for the template takes the budget; step 4
+	// creates their replacements.
+	replace(&named, &p.DeleteNamed, named.Live)
+
+	// 3a. In place: old pods above their target that can take the update
 	// revision move to it, as many as the update revision lacks,
 	// unavailable ones freely, available ones only
 	// while enough others stay available. They stay live, unavailable.
@@ -304,31 +360,26 @@ func Step(in Input) Plan {
 		}
 	}
 
-	// 2b. Replacement: pods of a group above its target go, unavailable
-	// ones freely, available ones only while enough others stay available.
+	// 3b. Replacement: pods of a group above its target go.
 	if replacing {
-		replace := func(g *Group, d *Deletions, surplus int) int {
-			surplus = min(surplus, g.Live)
-			unavailable := take(g, d, min(surplus, g.Live-g.Available))
-			available := min(surplus-unavailable, budget())
-			g.Live -= available
-			g.Available -= available
-			d.Available += available
-			return unavailable + available
-		}
 		surplus := max(oldLive()-wantOld-keptOld, 0)
 		surplus -= replace(&rest, &p.DeleteOld, surplus)
 		replace(&inPlace, &p.DeleteOldInPlace, surplus)
 		replace(&upd, &p.DeleteUpdated, max(upd.Live-wantUpd, 0))
 	}
 
-	// 3. Creations fill the groups below their target, up to
+	// 4. Creations fill the groups below their target, up to
 	// replicas + surge live pods (and terminating ones, under
 	// WaitForTermination: those this step deletes among them); the pods
-	// kept old are not replaced.
-	room := max(maxLive-upd.Live-oldLive(), 0)
+	// kept old are not replaced. Where no pod is replaced for its template,
+	// only the pods missing from replicas are created (the named pods'
+	// replacements among them).
+	room := max(maxLive-upd.Live-oldLive()-named.Live, 0)
 	if s.WaitForTermination {
 		room = max(min(room, Headroom(in)), 0)
+	}
+	if !replacing {
+		room = min(room, max(replicas-upd.Live-oldLive(), 0))
 	}
 	p.CreateUpdated = min(max(wantUpd-upd.Live-keptOld, 0), room)
 	room -= p.CreateUpdated
@@ -351,17 +402,23 @@ func recreateStep(in Input) Plan {
 		unavailable := min(n, max(g.Live-g.Available, 0))
 		return Deletions{Unavailable: unavailable, Available: n - unavailable}
 	}
-	inPlace := Group{Live: min(in.OldInPlace.Live, in.Old.Live), Available: min(in.OldInPlace.Available, in.Old.Available)}
-	rest := Group{Live: in.Old.Live - inPlace.Live, Available: in.Old.Available - inPlace.Available}
-	oldGo := in.Old.Live
+	// The pods named for deletion all go; upd and old are the others of
+	// each group.
+	namedUpd, namedOld := in.namedParts()
+	p.DeleteNamed = take(in.named(), in.named().Live)
+	upd := Group{Live: in.Updated.Live - namedUpd.Live, Available: max(in.Updated.Available-namedUpd.Available, 0)}
+	old := Group{Live: in.Old.Live - namedOld.Live, Available: max(in.Old.Available-namedOld.Available, 0)}
+	inPlace := Group{Live: min(in.OldInPlace.Live, old.Live), Available: min(in.OldInPlace.Available, old.Available)}
+	rest := Group{Live: old.Live - inPlace.Live, Available: max(old.Available-inPlace.Available, 0)}
+	oldGo := old.Live
 	if in.Strategy.Paused {
-		oldGo = in.Old.Live + in.Updated.Live - in.Replicas
+		oldGo = old.Live + upd.Live - in.Replicas
 	}
 	p.DeleteOld = take(rest, oldGo)
 	p.DeleteOldInPlace = take(inPlace, oldGo-p.DeleteOld.Total())
-	p.DeleteUpdated = take(in.Updated, in.Updated.Live+in.Old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
+	p.DeleteUpdated = take(upd, upd.Live+old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
 	if in.OldPodsLeft() == 0 {
-		p.CreateUpdated = max(in.Replicas-in.Updated.Live-in.waitedFor(), 0)
+		p.CreateUpdated = max(in.Replicas-upd.Live-in.waitedFor(), 0)
 	}
 	return p
 }
@@ -371,7 +428,7 @@ func recreateStep(in Input) Plan {
 // every pod available.
 func Complete(in Input) bool {
 	live := in.Updated.Live + in.Old.Live
-	allAvailable := in.Updated.Available+in.Old.Available == in.Replicas && live == in.Replicas
+	allAvailable := in.Updated.Available+in.Old.Available == in.Replicas && live == in.Replicas && in.named().Live == 0
 	if in.Strategy.OnDelete {
 		return allAvailable
 	}

@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -50,6 +51,9 @@ type State struct {
 	// Updated are the live pods of the revision the rollout moves to, Old
 	// those of every other revision.
 	Updated, Old []*slimpod.Pod
+	// Named are the live pods, of either group, that
+	// spec.scaleStrategy.podsToDelete names, by UID.
+	Named map[types.UID]bool
 	// Moves are the old pods that can take the update revision in place,
 	// by UID; kept says, for each other old pod of a PodSet that updates
 	// in place, why it cannot.
@@ -75,7 +79,14 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 	}
 	st := State{minReady: operand.MinReady(ps), now: now}
 	terminating, oldTerminating := 0, 0
+	names := sets.New(ps.Spec.PodsToDelete()...)
 	for _, pod := range pods {
+		if names.Has(pod.Name) && operand.IsLive(pod) {
+			if st.Named == nil {
+				st.Named = map[types.UID]bool{}
+			}
+			st.Named[pod.UID] = true
+		}
 		switch {
 		case !operand.IsLive(pod):
 			if !operand.IsTerminating(pod) {
@@ -91,7 +102,8 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 			st.Old = append(st.Old, pod)
 		}
 	}
-	st.Moves, st.kept = movesOf(ps, revisions, cluster, st.Old)
+	// A named pod is replaced, never moved in place.
+	st.Moves, st.kept = movesOf(ps, revisions, cluster, st.unnamed(st.Old))
 	st.Input = rollout.Input{
 		Replicas:       int(ps.DesiredReplicas()),
 		Strategy:       s,
@@ -101,6 +113,8 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 		CanCreateOld:   revisions.CanCreateOld(),
 		Terminating:    terminating,
 		OldTerminating: oldTerminating,
+		NamedUpdated:   st.count(st.Updated, st.named),
+		NamedOld:       st.count(st.Old, st.named),
 	}
 	for _, pod := range st.Updated {
 		if inplace.Pending(pod) {
@@ -145,6 +159,23 @@ func (s State) FirstKeptInPlace() string {
 		return ""
 	}
 	return "pod " + first.Name + ": " + s.kept[first.UID]
+}
+
+// named reports whether spec.scaleStrategy.podsToDelete names a live pod.
+func (s State) named(pod *slimpod.Pod) bool { return s.Named[pod.UID] }
+
+// unnamed are the pods of pods that are not named.
+func (s State) unnamed(pods []*slimpod.Pod) []*slimpod.Pod {
+	if len(s.Named) == 0 {
+		return pods
+	}
+	var out []*slimpod.Pod
+	for _, pod := range pods {
+		if !s.named(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // movable reports whether an old pod can be moved in place.

@@ -15,8 +15,9 @@ type Step struct {
 	// CreateUpdated and CreateOld are how many pods to create of the
 	// update revision and of the current one.
 	CreateUpdated, CreateOld int
-	// Victims are the pods to delete: old revisions first, then the update
-	// revision's, each group in the deletion ranking's order.
+	// Victims are the pods to delete: those spec.scaleStrategy.podsToDelete
+	// names first, then old revisions', then the update revision's, each
+	// group in the deletion ranking's order.
 	Victims []*slimpod.Pod
 	// DeletionsCapped is true when the burst limit cut the planned
 	// deletions short; the creations then wait for the next step.
@@ -33,19 +34,29 @@ type Step struct {
 // most burst of each.
 func (s State) Step(burst int) Step {
 	plan := rollout.Step(s.Input)
-	var oldRest, oldInPlace []*slimpod.Pod
+	var named, oldRest, oldInPlace, updated []*slimpod.Pod
 	for _, pod := range s.Old {
-		if s.movable(pod) {
+		switch {
+		case s.named(pod):
+			named = append(named, pod)
+		case s.movable(pod):
 			oldInPlace = append(oldInPlace, pod)
-		} else {
+		default:
 			oldRest = append(oldRest, pod)
+		}
+	}
+	for _, pod := range s.Updated {
+		if s.named(pod) {
+			named = append(named, pod)
+		} else {
+			updated = append(updated, pod)
 		}
 	}
 	var victims []*slimpod.Pod
 	for _, x := range []struct {
 		pods []*slimpod.Pod
 		d    rollout.Deletions
-	}{{oldRest, plan.DeleteOld}, {oldInPlace, plan.DeleteOldInPlace}, {s.Updated, plan.DeleteUpdated}} {
+	}{{named, plan.DeleteNamed}, {oldRest, plan.DeleteOld}, {oldInPlace, plan.DeleteOldInPlace}, {updated, plan.DeleteUpdated}} {
 		victims = append(victims, s.pick(x.pods, x.d)...)
 	}
 	st := Step{Victims: victims, Headroom: rollout.Headroom(s.Input)}

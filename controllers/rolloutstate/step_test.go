@@ -24,6 +24,8 @@ func TestStep(t *testing.T) {
 		createUpdated, createOld int
 		capped                   bool
 		headroom                 int
+		// named is spec.scaleStrategy.podsToDelete.
+		named []string
 	}{
 		{
 			name: "no surge: one old pod out, one new pod once it is gone", replicas: 3, strategy: noSurge, burst: 10,
@@ -63,9 +65,36 @@ func TestStep(t *testing.T) {
 			},
 			inPlace: "c", createUpdated: 1, headroom: 1,
 		},
+		{
+			name: "scale down: the named pod goes, not the one the ranking takes", replicas: 3, strategy: noSurge, burst: 10,
+			pods: func(w world) []*slimpod.Pod {
+				return []*slimpod.Pod{pod("a", w.v2), pod("b", w.v2), pod("c", w.v2), pod("d", w.v2)}
+			},
+			named:   []string{"a", "not-a-pod"},
+			victims: "a", headroom: -1,
+		},
+		{
+			name: "scale down mid-rollout: a named pod of the update revision before the old ones", replicas: 2, strategy: noSurge, burst: 10,
+			pods: func(w world) []*slimpod.Pod {
+				return []*slimpod.Pod{pod("a", w.v2), pod("b", w.v1), pod("c", w.v1)}
+			},
+			named:   []string{"a"},
+			victims: "a,c", createUpdated: 1, headroom: -1,
+		},
+		{
+			name: "in place: a named pod is replaced, not moved", replicas: 3, strategy: inPlace, burst: 10,
+			pods: func(w world) []*slimpod.Pod {
+				return []*slimpod.Pod{pod("a", w.v1, gated()), pod("b", w.v1, gated()), pod("c", w.v1, gated())}
+			},
+			named:   []string{"c"},
+			victims: "c", createUpdated: 1, headroom: 1,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, tc.replicas, tc.strategy)
+			if tc.named != nil {
+				w.ps.Spec.ScaleStrategy = &appv1alpha1.ScaleStrategy{PodsToDelete: tc.named}
+			}
 			st, err := rolloutstate.Of(w.ps, &w.revision, rolloutstate.Cluster{}, tc.pods(w), operandtest.Now)
 			if err != nil {
 				t.Fatal(err)

@@ -144,6 +144,9 @@ func Compute(ps *appv1alpha1.PodSet, pods []*slimpod.Pod, observed Observed, out
 	if in != nil && in.Strategy.WaitForTermination {
 		facts.terminatingWaited = in.Terminating
 	}
+	if in != nil {
+		facts.named = in.NamedUpdated.Live + in.NamedOld.Live
+	}
 	if c := observed.Canary; c != nil && !c.Done {
 		facts.canary = c
 	}
@@ -352,6 +355,8 @@ type progressFacts struct {
 	// the terminating pods, which count against the bound until they are
 	// gone.
 	terminatingWaited int
+	// named is how many live pods spec.scaleStrategy.podsToDelete names.
+	named int
 	// canary is where the canary steps stand, while some are left.
 	canary   *Canary
 	deadline time.Duration
@@ -408,6 +413,10 @@ func setProgressingCondition(status *appv1alpha1.PodSetStatus, f progressFacts, 
 		c.Reason = appv1alpha1.ReasonWaitingForOldPods
 		c.Message = fmt.Sprintf("Recreate: %d pods of older revisions are left (%d of them terminating); the pods of revision %s are created once they are gone",
 			f.oldLeft, f.oldTerminating, status.UpdateRevision)
+	case f.named > 0:
+		c.Reason = appv1alpha1.ReasonDeletingNamedPods
+		c.Message = fmt.Sprintf("%d pods named in spec.scaleStrategy.podsToDelete are left to delete; %d pods exist, %d wanted, %d available",
+			f.named, status.Replicas, desired, status.AvailableReplicas) + f.terminatingNote()
 	case status.Replicas < desired:
 		c.Reason = appv1alpha1.ReasonScalingUp
 		c.Message = fmt.Sprintf("%d of %d pods exist", status.Replicas, desired) + f.terminatingNote()

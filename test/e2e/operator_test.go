@@ -28,6 +28,7 @@ func TestOperator(t *testing.T) {
 		{"RollingUpdateWithinBoundsOperatorKilled", testRollingUpdate},
 		{"RecreateNeverRunsTwoRevisionsOperatorKilled", testRecreate},
 		{"TerminationCompleteKeepsTheBoundByTheAuditLog", testTerminationComplete},
+		{"NamedPodsRemovedFirstByTheAuditLog", testNamedPods},
 		{"RolloutPluginVerbs", testRolloutPluginVerbs},
 		{"UpgradeFromV010TouchesNoPod", testUpgradeFromV010},
 		{"LeastPrivilege", testLeastPrivilege},

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,6 +135,108 @@ func testTerminationComplete(t *testing.T) {
 	Expect(scaled).To(Equal(replicas), "live and terminating pods above replicas")
 	Expect(rolled).To(BeNumerically("<=", replicas+1), "live and terminating pods above replicas + maxSurge")
 	for _, ns := range []string{scaling, rolling} {
+		mustKubectl(t, "delete", "podset", name, "-n", ns, "--wait=false")
+	}
+}
+
+// namedPodSet is a PodSet rolled with maxSurge 1 and maxUnavailable 0 under
+// podReplacementPolicy TerminationComplete, whose pods take graceSeconds to
+// end once deleted.
+func namedPodSet(name string, replicas, graceSeconds int) string {
+	return fmt.Sprintf(`apiVersion: app.example.com/v1alpha1
+kind: PodSet
+metadata:
+  name: %s
+spec:
+  replicas: %d
+  podReplacementPolicy: TerminationComplete
+  updateStrategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    spec:
+      terminationGracePeriodSeconds: %d
+      containers: [{name: app, image: %s}]
+`, name, replicas, graceSeconds, sigtermIgnoringImage)
+}
+
+// testNamedPods: `kubectl podset delete-pod` names two pods of a PodSet
+// (maxUnavailable 0, TerminationComplete, pods that take 4 s to end), and
+// two of another with --scale-down. By the audit log: the named pods are
+// the only ones deleted; the first is replaced before it is deleted, and
+// live and terminating pods never exceed replicas + maxSurge; the
+// scale-down creates no pod. Both lists clear themselves.
+func testNamedPods(t *testing.T) {
+	const name, replicas, grace = "named", 6, 4
+	replacing := newNamespace(t, "e2e-named-replace", nil)
+	scaling := newNamespace(t, "e2e-named-scale", nil)
+	before := map[string][]string{}
+	for _, ns := range []string{replacing, scaling} {
+		_, _, err := kubectlIn(t.Context(), strings.NewReader(namedPodSet(name, replicas, grace)), "apply", "-n", ns, "-f", "-")
+		Expect(err).NotTo(HaveOccurred())
+	}
+	for _, ns := range []string{replacing, scaling} {
+		expectRolledOut(t, ns, name, replicas)
+		for _, pod := range livePods(Default, t.Context(), ns, name) {
+			before[ns] = append(before[ns], pod.Name)
+		}
+		slices.Sort(before[ns])
+	}
+
+	step("two pods named for deletion; two more, in another PodSet, removed with --scale-down")
+	mustKubectl(t, "podset", "delete-pod", "-n", replacing, before[replacing][0], before[replacing][1])
+	mustKubectl(t, "podset", "delete-pod", "-n", scaling, "--scale-down", before[scaling][0], before[scaling][1])
+	for ns, want := range map[string]int{replacing: replicas, scaling: replicas - 2} {
+		Eventually(func(g Gomega) {
+			ps := getPodSet(g, t.Context(), ns, name)
+			g.Expect(ps.Spec.PodsToDelete()).To(BeEmpty(), "spec.scaleStrategy.podsToDelete in %s", ns)
+			var live []string
+			for _, pod := range livePods(g, t.Context(), ns, name) {
+				live = append(live, pod.Name)
+			}
+			g.Expect(live).NotTo(ContainElements(before[ns][0], before[ns][1]))
+			g.Expect(live).To(ContainElements(before[ns][2:]), "a pod not named was deleted")
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectRolledOut(t, ns, name, want)
+	}
+
+	for ns, wantCreated := range map[string]int{replacing: replicas + 2, scaling: replicas} {
+		f, err := os.Open(env.cluster.AuditLogPath())
+		Expect(err).NotTo(HaveOccurred())
+		events, err := podEventsInAuditLog(f, ns)
+		f.Close()
+		Expect(err).NotTo(HaveOccurred())
+		// firstReplacement is the index of the first create after the
+		// PodSet's first pods.
+		deleted, created, firstDelete, lastCreate, firstReplacement := map[string]bool{}, 0, -1, -1, -1
+		for i, e := range events {
+			switch {
+			case e.Verb == "create" && e.ObjectRef.Subresource == "":
+				created++
+				lastCreate = i
+				if created == replicas+1 {
+					firstReplacement = i
+				}
+			case e.Verb == "delete" && e.ObjectRef.Subresource == "":
+				deleted[e.ObjectRef.Name] = true
+				if firstDelete < 0 {
+					firstDelete = i
+				}
+			}
+		}
+		most, err := auditMaxRunning(ns)
+		Expect(err).NotTo(HaveOccurred())
+		step("%s, by the audit log: pods deleted %v, %d created, most live and terminating at once %d", ns, slices.Sorted(maps.Keys(deleted)), created, most)
+		Expect(deleted).To(Equal(map[string]bool{before[ns][0]: true, before[ns][1]: true}), "the pods deleted")
+		Expect(created).To(Equal(wantCreated), "the pods created")
+		if ns == replacing {
+			Expect(most).To(BeNumerically("<=", replicas+1), "live and terminating pods above replicas + maxSurge")
+			Expect(firstReplacement).To(BeNumerically(">=", 0))
+			Expect(firstDelete).To(BeNumerically(">", firstReplacement), "a named pod deleted before a replacement was created (maxUnavailable 0)")
+		} else {
+			Expect(lastCreate).To(BeNumerically("<", firstDelete), "a pod created by the scale-down")
+		}
+	}
+	for _, ns := range []string{replacing, scaling} {
 		mustKubectl(t, "delete", "podset", name, "-n", ns, "--wait=false")
 	}
 }
