@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,10 @@ const EventPodToDeleteUnknown = "PodToDeleteUnknown"
 // PodSet's, which a Warning event names. It acts only on a cache that holds
 // every pod the PodSet made, so that a pod created a moment ago is not
 // taken for unknown, and writes with the resourceVersion it read: a name
-// added meanwhile is never lost (the write fails, and the change that made
-// this copy stale brings another reconcile).
+// added meanwhile is never lost (the write fails with a conflict, and the
+// reconcile is retried). A name is known as the PodSet's pod when the pods
+// show it, when an earlier look while it was listed did (the record), or
+// when the last status written before this reconcile listed it.
 func (r *PodSetReconciler) prunePodsToDelete(ctx context.Context, s *podSetScope, podCache cacheVerdict) error {
 	ps, rec := s.podSet, s.record
 	names := ps.Spec.PodsToDelete()
@@ -47,7 +50,7 @@ func (r *PodSetReconciler) prunePodsToDelete(ctx context.Context, s *podSetScope
 	// Only the names listed are worth remembering.
 	rec.namedSeen = rec.namedSeen.Intersection(sets.New(names...))
 	var keep, unknown []string
-	listed := sets.New(ps.Status.PodNames...)
+	listed := sets.New(s.listedPodNames...)
 	for _, name := range names {
 		switch {
 		case live.Has(name):
@@ -65,10 +68,12 @@ func (r *PodSetReconciler) prunePodsToDelete(ctx context.Context, s *podSetScope
 	orig := ps.DeepCopy()
 	ps.Spec.ScaleStrategy.PodsToDelete = keep
 	if err := r.Patch(ctx, ps, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return err
+		// A conflict too: the change that made this copy stale may be
+		// one no watch predicate passes (a label).
+		return fmt.Errorf("removing names from spec.scaleStrategy.podsToDelete: %w", err)
 	}
 	rec.namedSeen = rec.namedSeen.Intersection(sets.New(keep...))
 	if len(unknown) > 0 {

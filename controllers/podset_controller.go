@@ -95,7 +95,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// The cache may not have this PodSet's last status write yet; the API
 	// server has it, and it is what the new status is computed against.
 	rec.restoreWrittenStatus(ps)
-	s := &podSetScope{podSet: ps, record: rec, key: key, expectationsWait: r.Expectations.ExpiresIn(key)}
+	s := &podSetScope{podSet: ps, record: rec, key: key, expectationsWait: r.Expectations.ExpiresIn(key), listedPodNames: ps.Status.PodNames}
 
 	// Without knowing which pods are the PodSet's and which pod template
 	// is current, neither scaling nor status can be right: stop here and

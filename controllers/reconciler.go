@@ -119,6 +119,9 @@ type podSetScope struct {
 	// pods are the pods the PodSet controls and whose labels match, terminating
 	// and terminated ones included.
 	pods []*slimpod.Pod
+	// listedPodNames is status.podNames as the reconcile found it, before
+	// it writes a new status: the live pods of the last status written.
+	listedPodNames []string
 	// liveConfirmed, once set, is what this reconcile's read before
 	// adopting found (confirmLive): whether the PodSet may adopt pods and
 	// revisions. It saves the second read when both need it.

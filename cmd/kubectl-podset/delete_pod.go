@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,11 +37,12 @@ func newDeletePodCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			owner, err := podSetOf(cmd.Context(), c, ns, args)
+			owner, ownerUID, err := podSetOf(cmd.Context(), c, ns, args)
 			if err != nil {
 				return err
 			}
 			var replicas [2]int32
+			added := 0
 			// The list and replicas are written with the resourceVersion
 			// they were computed from, so that neither a name written
 			// meanwhile nor a scale is lost; a conflict reads again.
@@ -49,10 +51,12 @@ func newDeletePodCommand(o *options) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if ps.UID != ownerUID {
+					return fmt.Errorf("podset %q was replaced by a namesake: its pods are no longer the ones named", owner)
+				}
 				orig := ps.DeepCopy()
 				replicas[0], replicas[1] = ps.DesiredReplicas(), ps.DesiredReplicas()
-				added, err := addPodsToDelete(ps, args)
-				if err != nil {
+				if added, err = addPodsToDelete(ps, args); err != nil {
 					return err
 				}
 				if scaleDown {
@@ -67,6 +71,9 @@ func newDeletePodCommand(o *options) *cobra.Command {
 			for _, name := range args {
 				fmt.Fprintf(o.Out, "pod/%s marked for deletion by podset.app.example.com/%s\n", name, owner)
 			}
+			if added < len(args) {
+				fmt.Fprintf(o.Out, "(%d of the pods were marked already)\n", len(args)-added)
+			}
 			if scaleDown {
 				fmt.Fprintf(o.Out, "podset.app.example.com/%s scaled from %d to %d\n", owner, replicas[0], replicas[1])
 			}
@@ -77,31 +84,32 @@ func newDeletePodCommand(o *options) *cobra.Command {
 	return cmd
 }
 
-// podSetOf is the name of the PodSet that controls every one of the live
-// pods names, or an error that names the pod that is not one of its.
-func podSetOf(ctx context.Context, c client.Client, ns string, names []string) (string, error) {
+// podSetOf is the name and UID of the PodSet that controls every one of the
+// live pods names, or an error that names the pod that is not one of its.
+func podSetOf(ctx context.Context, c client.Client, ns string, names []string) (string, types.UID, error) {
 	var owner string
+	var uid types.UID
 	for i, name := range names {
 		if slices.Contains(names[:i], name) {
-			return "", fmt.Errorf("pod %q is named twice", name)
+			return "", "", fmt.Errorf("pod %q is named twice", name)
 		}
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
-			return "", fmt.Errorf("pod %q: %w", name, err)
+			return "", "", fmt.Errorf("pod %q: %w", name, err)
 		}
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil || ref.Kind != "PodSet" || !strings.HasPrefix(ref.APIVersion, appv1alpha1.GroupVersion.Group+"/") {
-			return "", fmt.Errorf("pod %q is not controlled by a PodSet", name)
+			return "", "", fmt.Errorf("pod %q is not controlled by a PodSet", name)
 		}
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			return "", fmt.Errorf("pod %q is not live (being deleted, or finished): the PodSet has replaced it already", name)
+			return "", "", fmt.Errorf("pod %q is not live (being deleted, or finished): the PodSet has replaced it already", name)
 		}
 		if owner != "" && ref.Name != owner {
-			return "", fmt.Errorf("pod %q belongs to podset %q, pod %q to podset %q: name the pods of one PodSet at a time", names[0], owner, name, ref.Name)
+			return "", "", fmt.Errorf("pod %q belongs to podset %q, pod %q to podset %q: name the pods of one PodSet at a time", names[0], owner, name, ref.Name)
 		}
-		owner = ref.Name
+		owner, uid = ref.Name, ref.UID
 	}
-	return owner, nil
+	return owner, uid, nil
 }
 
 // addPodsToDelete adds names to ps's spec.scaleStrategy.podsToDelete, and

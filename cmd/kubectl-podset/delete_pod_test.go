@@ -47,6 +47,7 @@ func TestDeletePod(t *testing.T) {
 	out, err = run(ns, "delete-pod", "web-a", "web-b", "--scale-down")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("podset.app.example.com/web scaled from 4 to 3\n"))
+	g.Expect(out).To(ContainSubstring("(1 of the pods were marked already)"))
 	g.Expect(get(g, ps).Spec.ScaleStrategy.PodsToDelete).To(Equal([]string{"web-a", "web-b"}))
 	g.Expect(*get(g, ps).Spec.Replicas).To(BeEquivalentTo(3))
 

@@ -103,6 +103,16 @@ func TestStepNamedPods(t *testing.T) {
 			want: Plan{DeleteNamed: Deletions{Available: 1}, DeleteOld: Deletions{Available: 2}},
 		},
 		{
+			name: "Recreate under TerminationComplete: the replacement waits for the named pod to be gone",
+			in:   Input{Replicas: 3, Strategy: Strategy{Recreate: true, MaxUnavailable: 3, WaitForTermination: true}, Updated: Group{3, 3}, NamedUpdated: Group{1, 1}},
+			want: Plan{DeleteNamed: Deletions{Available: 1}},
+		},
+		{
+			name: "Recreate stopped (a rollback that stopped): named pods stay, none could be replaced",
+			in:   Input{Replicas: 3, Strategy: Strategy{Recreate: true, MaxUnavailable: 3, Paused: true}, Updated: Group{1, 1}, Old: Group{2, 2}, NamedUpdated: Group{1, 1}},
+			want: Plan{},
+		},
+		{
 			name: "Recreate scale-down: the named pod is the one removed",
 			in:   Input{Replicas: 2, Strategy: Recreate(2), Updated: Group{3, 3}, NamedUpdated: Group{1, 1}},
 			want: Plan{DeleteNamed: Deletions{Available: 1}},

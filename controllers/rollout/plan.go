@@ -393,9 +393,15 @@ func Step(in Input) Plan {
 // update revision is filled to replicas only once no old pod is live or
 // terminating, so that two revisions never run at once. A pod the old
 // revisions lose meanwhile is not replaced, nor is a scale-up made. Paused
-// (a rollback that stopped) deletes old pods only above replicas.
+// (a rollback that stopped) deletes old pods only above replicas, and no
+// named pod: it could not be replaced while old pods stay. Under
+// WaitForTermination the creations wait for the pods being deleted to be
+// gone (Headroom).
 func recreateStep(in Input) Plan {
 	var p Plan
+	if in.Strategy.Paused {
+		in.NamedUpdated, in.NamedOld = Group{}, Group{}
+	}
 	// take is n pods of g, the unavailable ones first.
 	take := func(g Group, n int) Deletions {
 		n = min(max(n, 0), g.Live)
@@ -419,6 +425,9 @@ func recreateStep(in Input) Plan {
 	p.DeleteUpdated = take(upd, upd.Live+old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
 	if in.OldPodsLeft() == 0 {
 		p.CreateUpdated = max(in.Replicas-upd.Live-in.waitedFor(), 0)
+		if in.Strategy.WaitForTermination {
+			p.CreateUpdated = min(p.CreateUpdated, max(Headroom(in), 0))
+		}
 	}
 	return p
 }

@@ -262,10 +262,13 @@ func applyObjects(ctx context.Context, objs []*unstructured.Unstructured) (strin
 // Deployment controllers' requests are recorded too, for the fault
 // matrix's throttled API server, which counts both sides' requests. It also records every
 // pod create (with the created pod, for its name) and delete, by anyone, and
-// the pod garbage collector's status writes (with the pod, for its phase: it
-// marks a deleted node's pods Failed before it deletes them): the fault
-// matrix counts live pods from them, the API server's own record, which no
-// broken watch can blur.
+// the pod garbage collector's and the kubelets' status writes (with the pod,
+// for its phase: the garbage collector marks a deleted node's pods Failed
+// before it deletes them, and a real node's kubelet marks a deleted pod
+// Failed or Succeeded once its containers have stopped, a moment before it
+// removes it): the fault matrix and the pods-leaving scenarios count live
+// and running pods from them, the API server's own record, which no broken
+// watch can blur.
 func auditPolicy(ns, sa string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -279,6 +282,10 @@ rules:
   resources: [{group: "", resources: ["pods"]}]
 - level: RequestResponse
   users: ["system:serviceaccount:kube-system:pod-garbage-collector"]
+  verbs: ["patch", "update"]
+  resources: [{group: "", resources: ["pods/status"]}]
+- level: RequestResponse
+  userGroups: ["system:nodes"]
   verbs: ["patch", "update"]
   resources: [{group: "", resources: ["pods/status"]}]
 - level: Metadata

@@ -432,6 +432,34 @@ var zeroDowntimeScenarios = []zeroDowntimeScenario{{
 		serving(t, ns, app, 3, runsVersion("2"))
 	},
 }, {
+	// The PodSet is told which pod to remove (spec.scaleStrategy.podsToDelete,
+	// as `kubectl podset delete-pod` writes it) and, with maxUnavailable 0,
+	// creates its replacement before it deletes it; the Deployment's pod is
+	// deleted as `kubectl delete pod` does, and replaced once its deletion
+	// begins.
+	name: "delete-pod", replicas: 3,
+	change: func(t *testing.T, k zeroDowntimeKind, ns, app string, before []corev1.Pod) {
+		named := before[0].Name
+		if k.name() == "PodSet" {
+			zeroDowntimePatch(t, k, fmt.Sprintf(`{"op":"add","path":"/spec/scaleStrategy","value":{"podsToDelete":[%q]}}`, named))
+		} else {
+			Expect(env.admin.Delete(t.Context(), &before[0])).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			k.settled(g, 3)
+			if ps, ok := k.object().(*appv1alpha1.PodSet); ok {
+				g.Expect(getPodSet(g, t.Context(), ps.Namespace, ps.Name).Spec.PodsToDelete()).To(BeEmpty(), "spec.scaleStrategy.podsToDelete")
+			}
+		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		after := serving(t, ns, app, 3, runsVersion("1"))
+		var names []string
+		for _, p := range after {
+			names = append(names, p.Name)
+		}
+		Expect(names).NotTo(ContainElement(named), "the named pod is still there")
+		Expect(names).To(ContainElements(before[1].Name, before[2].Name), "a pod that was not named is gone")
+	},
+}, {
 	// A cpu request changed in place restarts nothing (resizePolicy
 	// NotRequired, the default); the Deployment replaces its pods.
 	name: "in-place-resize", replicas: 3, podSet: inPlace,
