@@ -77,8 +77,8 @@ func testRecreate(t *testing.T) {
 
 // completePodSet is a PodSet under podReplacementPolicy TerminationComplete
 // whose pods take graceSeconds to end once deleted, rolled with maxSurge 1
-// and maxUnavailable 1.
-func completePodSet(name string, replicas, graceSeconds int) string {
+// and maxUnavailable.
+func completePodSet(name string, replicas, graceSeconds, maxUnavailable int) string {
 	return fmt.Sprintf(`apiVersion: app.example.com/v1alpha1
 kind: PodSet
 metadata:
@@ -88,12 +88,12 @@ spec:
   podReplacementPolicy: TerminationComplete
   updateStrategy:
     type: RollingUpdate
-    rollingUpdate: {maxSurge: 1, maxUnavailable: 1}
+    rollingUpdate: {maxSurge: 1, maxUnavailable: %d}
   template:
     spec:
       terminationGracePeriodSeconds: %d
       containers: [{name: app, image: %s}]
-`, name, replicas, graceSeconds, sigtermIgnoringImage)
+`, name, replicas, maxUnavailable, graceSeconds, sigtermIgnoringImage)
 }
 
 // testTerminationComplete: under podReplacementPolicy TerminationComplete,
@@ -106,7 +106,7 @@ func testTerminationComplete(t *testing.T) {
 	scaling := newNamespace(t, "e2e-complete-scale", nil)
 	rolling := newNamespace(t, "e2e-complete-roll", nil)
 	for _, ns := range []string{scaling, rolling} {
-		_, _, err := kubectlIn(t.Context(), strings.NewReader(completePodSet(name, replicas, grace)), "apply", "-n", ns, "-f", "-")
+		_, _, err := kubectlIn(t.Context(), strings.NewReader(completePodSet(name, replicas, grace, 1)), "apply", "-n", ns, "-f", "-")
 		Expect(err).NotTo(HaveOccurred())
 	}
 	for _, ns := range []string{scaling, rolling} {
@@ -139,26 +139,6 @@ func testTerminationComplete(t *testing.T) {
 	}
 }
 
-// namedPodSet is a PodSet rolled with maxSurge 1 and maxUnavailable 0 under
-// podReplacementPolicy TerminationComplete, whose pods take graceSeconds to
-// end once deleted.
-func namedPodSet(name string, replicas, graceSeconds int) string {
-	return fmt.Sprintf(`apiVersion: app.example.com/v1alpha1
-kind: PodSet
-metadata:
-  name: %s
-spec:
-  replicas: %d
-  podReplacementPolicy: TerminationComplete
-  updateStrategy:
-    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
-  template:
-    spec:
-      terminationGracePeriodSeconds: %d
-      containers: [{name: app, image: %s}]
-`, name, replicas, graceSeconds, sigtermIgnoringImage)
-}
-
 // testNamedPods: `kubectl podset delete-pod` names two pods of a PodSet
 // (maxUnavailable 0, TerminationComplete, pods that take 4 s to end), and
 // two of another with --scale-down. By the audit log: the named pods are
@@ -171,7 +151,7 @@ func testNamedPods(t *testing.T) {
 	scaling := newNamespace(t, "e2e-named-scale", nil)
 	before := map[string][]string{}
 	for _, ns := range []string{replacing, scaling} {
-		_, _, err := kubectlIn(t.Context(), strings.NewReader(namedPodSet(name, replicas, grace)), "apply", "-n", ns, "-f", "-")
+		_, _, err := kubectlIn(t.Context(), strings.NewReader(completePodSet(name, replicas, grace, 0)), "apply", "-n", ns, "-f", "-")
 		Expect(err).NotTo(HaveOccurred())
 	}
 	for _, ns := range []string{replacing, scaling} {
