@@ -51,6 +51,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -251,6 +252,10 @@ type fault struct {
 	// midTermination: the fault also strikes a scale-down whose pods
 	// take their whole grace period to end (the "scale-down" scenario).
 	midTermination bool
+	// heldPlaces: the fault also strikes a PodSet at rest under
+	// podReplacementPolicy TerminationComplete (the "complete" scenario):
+	// the pods it leaves Terminating hold their places until they end.
+	heldPlaces bool
 }
 
 // faultTarget is what a fault hits: the PodSet, and the reference beside it
@@ -268,7 +273,7 @@ var faults = []fault{
 		pid := leader.pid()
 		leader.kill()
 		waitForLeader(t, pid)
-	}, false, true, true},
+	}, false, true, true, false},
 	{"leader SIGSTOPped past its lease, then resumed", func(t *testing.T, _ faultTarget) {
 		leader := currentLeader(t)
 		Expect(leader.proc.Pause()).To(Succeed())
@@ -276,10 +281,10 @@ var faults = []fault{
 		// The lease (15 s) has passed: another replica leads. Resumed,
 		// the old leader must notice it lost the lease before acting.
 		Expect(leader.proc.Resume()).To(Succeed())
-	}, false, false, false},
+	}, false, false, false, false},
 	{"kube-apiserver killed and restarted", func(t *testing.T, _ faultTarget) {
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
-	}, true, false, false},
+	}, true, false, false, false},
 	{"pod watch broken (410 Gone, relist), pods deleted meanwhile", func(t *testing.T, tg faultTarget) {
 		// The reference goes through the same: kube-controller-manager
 		// is paused with the leader, and loses a fifth of its pods too,
@@ -297,12 +302,12 @@ var faults = []fault{
 		Expect(env.cluster.RestartAPIServer(t.Context())).To(Succeed())
 		Expect(kcm.Resume()).To(Succeed())
 		Expect(leader.proc.Resume()).To(Succeed())
-	}, true, false, false},
+	}, true, false, false, false},
 	{"20% of the pods deleted every 3 s for 30 s", func(t *testing.T, tg faultTarget) {
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(3 * time.Second) {
 			deleteFraction(t.Context(), livePods(Default, t.Context(), tg.ns, tg.name), 0.2)
 		}
-	}, false, false, false},
+	}, false, false, false, false},
 	{"a ResourceQuota flapping between refusing and allowing pods", func(t *testing.T, tg faultTarget) {
 		ns := tg.ns
 		for i := range 10 {
@@ -314,22 +319,22 @@ var faults = []fault{
 			time.Sleep(3 * time.Second)
 		}
 		Expect(env.admin.Delete(t.Context(), &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flap"}})).To(Succeed())
-	}, false, false, false},
+	}, false, false, false, false},
 	{"etcd paused for 10 s", func(t *testing.T, _ faultTarget) {
 		etcd := env.cluster.Component("etcd")
 		Expect(etcd.Pause()).To(Succeed())
 		time.Sleep(10 * time.Second)
 		Expect(etcd.Resume()).To(Succeed())
-	}, true, false, false},
+	}, true, false, false, false},
 	{"etcd slow: every request 100 ms longer (50 ms each way) for 30 s", func(t *testing.T, _ faultTarget) {
 		Expect(env.cluster.SetEtcdLatency(50 * time.Millisecond)).To(Succeed())
 		t.Cleanup(func() { _ = env.cluster.SetEtcdLatency(0) })
 		time.Sleep(30 * time.Second)
 		Expect(env.cluster.SetEtcdLatency(0)).To(Succeed())
-	}, true, false, false},
+	}, true, false, false, false},
 	{"API Priority and Fairness squeezing the controllers to 3 seats, excess rejected with 429, for 30 s", func(t *testing.T, _ faultTarget) {
 		squeezeFor(t, 30*time.Second)
-	}, true, false, false},
+	}, true, false, false, false},
 	{"a node lost (no heartbeat: tainted unreachable, its pods evicted and left Terminating)", func(t *testing.T, tg faultTarget) {
 		// The node with the most of the PodSet's pods; the reference's
 		// are spread over the same nodes by the same scheduler.
@@ -344,7 +349,7 @@ var faults = []fault{
 			g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Name: node}, n)).To(Succeed())
 			g.Expect(n.Spec.Taints).To(ContainElement(HaveField("Key", corev1.TaintNodeUnreachable)))
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
-	}, true, false, false},
+	}, true, false, false, true},
 	{"a node deleted (its pods removed by the pod garbage collector)", func(t *testing.T, tg faultTarget) {
 		node := busiestNode(t, tg.ns, tg.name)
 		Expect(env.admin.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})).To(Succeed())
@@ -357,7 +362,45 @@ var faults = []fault{
 			g.Expect(env.admin.List(t.Context(), &pods, client.MatchingFields{"spec.nodeName": node})).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty(), "pods on the deleted node %s", node)
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
-	}, true, false, false},
+	}, true, false, false, false},
+}
+
+// holdPlacesUntilTheNodeIsBack is the "complete" scenario once its node is
+// lost: the pods evicted from it stay Terminating, and under
+// podReplacementPolicy TerminationComplete none is replaced while they do
+// (live and terminating pods stay within replicas for 10 s, and the status
+// counts them and says it waits for them). Then the node is brought back,
+// its pods end, and the time the replacements take is counted from then,
+// which it returns.
+func holdPlacesUntilTheNodeIsBack(t *testing.T, ns, name string) time.Time {
+	var node string
+	Eventually(func(g Gomega) {
+		var list corev1.PodList
+		g.Expect(env.admin.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				node = p.Spec.NodeName
+			}
+		}
+		g.Expect(node).NotTo(BeEmpty(), "no pod evicted yet")
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
+	held := 0
+	Eventually(func(g Gomega) {
+		held = terminatingPods(g, t.Context(), ns, name)
+		st := getPodSet(g, t.Context(), ns, name).Status
+		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(held))
+		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
+	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Consistently(func(g Gomega) {
+		g.Expect(len(livePods(g, t.Context(), ns, name))+terminatingPods(g, t.Context(), ns, name)).To(BeNumerically("<=", chaosReplicas),
+			"live and terminating pods above replicas while the evicted pods hold their places")
+	}).WithContext(t.Context()).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
+	step("%d pods evicted from lost node %s held their places for 10 s; bringing the node back", held, node)
+	back := time.Now()
+	restoreNode(node, env.cluster.RestoreNode)
+	return back
 }
 
 // busiestNode is the node with the most of the PodSet's live pods (the
@@ -522,9 +565,11 @@ func expectRolledBack(t *testing.T, ns, name, good string) {
 
 // runScenario runs "scale" (0 → 50, fault mid-way, then → 10), "rollout"
 // (50 pods to a new template, fault mid-way), "rollback" (50 pods to a
-// template that crashes, fault once the rollback began) or "scale-down" (50
-// → 10, pods that take their grace period to end, fault while they do) with
-// f, or undisturbed when f is nil.
+// template that crashes, fault once the rollback began), "scale-down" (50
+// → 10, pods that take their grace period to end, fault while they do) or
+// "complete" (50 pods at rest under podReplacementPolicy
+// TerminationComplete, the fault their only change) with f, or undisturbed
+// when f is nil.
 func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResult {
 	name := "chaos"
 	ns := newNamespace(t, "chaos-"+scenario+"-"+slug, nil)
@@ -556,6 +601,9 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	case "scale-down":
 		image = ignoresSigtermImage
 		res.bound, res.minReady = chaosReplicas, chaosScaledDown
+	case "complete":
+		extra = "podReplacementPolicy: TerminationComplete, "
+		res.bound = chaosReplicas
 	}
 	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d, %stemplate: %s}\n",
 		name, start, extra, chaosTemplate(image))
@@ -594,6 +642,8 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 			// through their grace period.
 			Eventually(func(g Gomega) int { return terminatingPods(g, t.Context(), ns, name) }).
 				WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(BeNumerically(">=", (chaosReplicas-chaosScaledDown)/2))
+		case "complete":
+			// At rest: the fault is the change.
 		case "rollback":
 			// Mid-retreat: the rollback is decided and not complete.
 			Eventually(func(g Gomega) {
@@ -610,6 +660,9 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		f.inject(t, faultTarget{ns: ns, name: name, ref: ref})
 		faultOver = time.Now()
 		step("fault over after %s", faultOver.Sub(began).Round(100*time.Millisecond))
+	}
+	if scenario == "complete" {
+		faultOver = holdPlacesUntilTheNodeIsBack(t, ns, name)
 	}
 	refFaultOver <- faultOver
 	switch scenario {
@@ -657,6 +710,10 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	// both.
 	watched := res.maxLive
 	audited, err := auditMaxLive(ns)
+	if scenario == "complete" {
+		// What TerminationComplete bounds: live and terminating pods.
+		audited, err = auditMaxRunning(ns)
+	}
 	Expect(err).NotTo(HaveOccurred())
 	Expect(audited).To(BeNumerically(">=", chaosReplicas/2), "the audit log shows too few pods: it is not being read right")
 	res.maxLive = max(watched, audited)
@@ -670,6 +727,10 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	case "scale-down":
 		step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), fewest Ready %d (bound %d), status right %s after the fault", res.fault, scenario,
 			res.maxLive, res.bound, watched, audited, res.fewestReady, res.minReady, res.converge.Round(100*time.Millisecond))
+		return res
+	case "complete":
+		step("%s / %s: most live pods %d by the watch, live and terminating %d by the audit log (bound %d), converged %s after the node came back", res.fault, scenario,
+			watched, audited, res.bound, res.converge.Round(100*time.Millisecond))
 		return res
 	}
 	step("%s / %s: most live pods %d (bound %d; watch %d, audit log %d), converged %s after the fault (the %s reference: %s)", res.fault, scenario, res.maxLive, res.bound, watched, audited,
@@ -730,6 +791,9 @@ func TestChaos(t *testing.T) {
 			}
 			if f.midTermination {
 				scenarios = append(scenarios, "scale-down")
+			}
+			if f.heldPlaces {
+				scenarios = append(scenarios, "complete")
 			}
 			for _, scenario := range scenarios {
 				t.Run(f.name+"/"+scenario, func(t *testing.T) {
