@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 // EventPodToDeleteUnknown reports names of spec.scaleStrategy.podsToDelete
@@ -37,28 +38,8 @@ func (r *PodSetReconciler) prunePodsToDelete(ctx context.Context, s *podSetScope
 	if ps.DeletionTimestamp != nil || s.expectationsWait > 0 || podCache.hold {
 		return nil
 	}
-	live := sets.New[string]()
-	for _, pod := range s.pods {
-		if operand.IsLive(pod) {
-			live.Insert(pod.Name)
-		}
-		if rec.namedSeen == nil {
-			rec.namedSeen = sets.New[string]()
-		}
-		rec.namedSeen.Insert(pod.Name)
-	}
-	// Only the names listed are worth remembering.
-	rec.namedSeen = rec.namedSeen.Intersection(sets.New(names...))
-	var keep, unknown []string
-	listed := sets.New(s.listedPodNames...)
-	for _, name := range names {
-		switch {
-		case live.Has(name):
-			keep = append(keep, name)
-		case !rec.namedSeen.Has(name) && !listed.Has(name):
-			unknown = append(unknown, name)
-		}
-	}
+	keep, unknown, seen := sortPodsToDelete(names, s.pods, rec.namedSeen, s.listedPodNames)
+	rec.namedSeen = seen
 	if len(keep) == len(names) {
 		return nil
 	}
@@ -75,10 +56,41 @@ func (r *PodSetReconciler) prunePodsToDelete(ctx context.Context, s *podSetScope
 		// one no watch predicate passes (a label).
 		return fmt.Errorf("removing names from spec.scaleStrategy.podsToDelete: %w", err)
 	}
-	rec.namedSeen = rec.namedSeen.Intersection(sets.New(keep...))
+	rec.namedSeen = seen.Intersection(sets.New(keep...))
 	if len(unknown) > 0 {
 		r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, EventPodToDeleteUnknown, "Delete", "%s",
 			eventNote("spec.scaleStrategy.podsToDelete: no pod of this PodSet is named "+strings.Join(unknown, ", ")+"; the names are ignored and removed from the list"))
 	}
 	return nil
+}
+
+// sortPodsToDelete sorts the names of spec.scaleStrategy.podsToDelete: keep
+// are those of live pods among pods; unknown those of no pod among pods, of
+// none seen while the names were listed (seen, the record's) and of none
+// the last status listed (listed). The rest name pods that are going or
+// gone, and leave the list quietly. It returns seen with the pods seen now,
+// only the names listed kept.
+func sortPodsToDelete(names []string, pods []*slimpod.Pod, seen sets.Set[string], listed []string) (keep, unknown []string, seenAfter sets.Set[string]) {
+	listedNames := sets.New(names...)
+	seenAfter = seen.Intersection(listedNames)
+	live := sets.New[string]()
+	for _, pod := range pods {
+		if !listedNames.Has(pod.Name) {
+			continue
+		}
+		seenAfter.Insert(pod.Name)
+		if operand.IsLive(pod) {
+			live.Insert(pod.Name)
+		}
+	}
+	inStatus := sets.New(listed...)
+	for _, name := range names {
+		switch {
+		case live.Has(name):
+			keep = append(keep, name)
+		case !seenAfter.Has(name) && !inStatus.Has(name):
+			unknown = append(unknown, name)
+		}
+	}
+	return keep, unknown, seenAfter
 }
