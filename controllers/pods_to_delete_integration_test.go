@@ -10,15 +10,21 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
+	"github.com/example/podset-operator/controllers/slimpod"
 )
 
 func TestIntegrationPodsToDelete(t *testing.T) {
@@ -87,4 +93,55 @@ func TestIntegrationPodsToDelete(t *testing.T) {
 	// The schema refuses what cannot be a pod's name.
 	err := k8sClient.Patch(ctx, getPodSet(g, ps), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"scaleStrategy":{"podsToDelete":["Not_A_Name"]}}}`)))
 	g.Expect(err).To(MatchError(ContainSubstring("spec.scaleStrategy.podsToDelete[0]")))
+}
+
+// A scale-down that names a pod, with maxUnavailable 0 and another pod
+// unavailable since before (its container no longer ready): the named pod
+// goes all the same, and no other.
+func TestIntegrationPodsToDeleteScaleDownBesideABrokenPod(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	const replicas = 3
+	ps := createPodSet(t, ns, "broken", replicas, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		}
+	})
+	var broken sync.Map
+	runKubeletStandIn(ctx, ns, 150*time.Millisecond, func(pod *corev1.Pod) (corev1.PodStatus, bool) {
+		if _, ok := broken.Load(pod.Name); !ok {
+			return readyStatus(pod)
+		}
+		if !operand.IsReady(slimpod.From(pod)) {
+			return corev1.PodStatus{}, false
+		}
+		st := *pod.Status.DeepCopy()
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		return st, true
+	})
+	waitForRolledOut(g, ps, replicas)
+	names := slices.Sorted(maps.Keys(livePodUIDs(g, ps)))
+	named, sick := names[0], names[1]
+	broken.Store(sick, true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Status.AvailableReplicas).To(BeEquivalentTo(replicas - 1))
+	}, eventually, poll).Should(Succeed())
+
+	patchSpec(g, ps, fmt.Sprintf(`{"spec":{"replicas":%d,"scaleStrategy":{"podsToDelete":[%q]}}}`, replicas-1, named))
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPodSet(g, ps).Spec.PodsToDelete()).To(BeEmpty(), "spec.scaleStrategy.podsToDelete")
+		g.Expect(slices.Sorted(maps.Keys(livePodUIDs(g, ps)))).To(Equal(names[1:]), "the live pods")
+	}, eventually, poll).Should(Succeed())
+}
+
+// livePodUIDs are the PodSet's live pods' UIDs, by name.
+func livePodUIDs(g Gomega, ps *appv1alpha1.PodSet) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, pod := range listLivePods(g, ps) {
+		out[pod.Name] = pod.UID
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/retreat"
+	"github.com/example/podset-operator/controllers/rolloutstate"
 	"github.com/example/podset-operator/controllers/slimpod"
 	"github.com/example/podset-operator/controllers/status"
 )
@@ -93,6 +95,41 @@ type podSetRecord struct {
 	// before the next look is not reported as unknown; only the names
 	// still listed are kept (pods_to_delete.go).
 	namedSeen sets.Set[string]
+	// brokenWhenNamed are the live pods, not named, that were unavailable
+	// when spec.scaleStrategy.podsToDelete was first seen listing names, by
+	// UID, until the list is empty (unavailableBeforeNamed).
+	brokenWhenNamed sets.Set[types.UID]
+}
+
+// unavailableBeforeNamed is how many of the live pods that st counts, not
+// named, were unavailable already when spec.scaleStrategy.podsToDelete was
+// first seen listing names, and still are (rollout.Input's
+// UnavailableBeforeNamed). It takes that snapshot at the first look, and
+// drops it once the list is empty. A replica that took the lead while names
+// were listed takes it at its own first look, and may count a replacement
+// made for a named pod that is still starting among them.
+func (rec *podSetRecord) unavailableBeforeNamed(ps *appv1alpha1.PodSet, st *rolloutstate.State) int {
+	if len(ps.Spec.PodsToDelete()) == 0 {
+		rec.brokenWhenNamed = nil
+		return 0
+	}
+	first := rec.brokenWhenNamed == nil
+	if first {
+		rec.brokenWhenNamed = sets.New[types.UID]()
+	}
+	n := 0
+	for _, pod := range slices.Concat(st.Updated, st.Old) {
+		if st.Named[pod.UID] || st.Available(pod) {
+			continue
+		}
+		if first {
+			rec.brokenWhenNamed.Insert(pod.UID)
+		}
+		if rec.brokenWhenNamed.Has(pod.UID) {
+			n++
+		}
+	}
+	return n
 }
 
 // podSetRecords holds the record of every PodSet the reconciler has seen

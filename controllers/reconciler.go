@@ -171,6 +171,7 @@ func (r *PodSetReconciler) observeRollout(_ context.Context, s *podSetScope) err
 	st, err := rolloutstate.Of(s.podSet, &s.revisions, r.cluster(), s.pods, time.Now())
 	s.rollout, s.rolloutErr = nil, err
 	if err == nil {
+		st.Input.UnavailableBeforeNamed = s.record.unavailableBeforeNamed(s.podSet, &st)
 		s.rollout = &st
 		s.holdCanaryPartition()
 	}

@@ -33,6 +33,26 @@ func TestStepNamedPods(t *testing.T) {
 			want: Plan{DeleteNamed: Deletions{Available: 1}, DeleteOld: Deletions{Available: 1}, CreateUpdated: 1},
 		},
 		{
+			name: "scale-down with maxUnavailable 0: a pod broken before the names were listed does not hold the named pod",
+			in:   Input{Replicas: 3, Strategy: surgeOnly, Updated: Group{4, 3}, NamedUpdated: Group{1, 1}, UnavailableBeforeNamed: 1},
+			want: Plan{DeleteNamed: Deletions{Available: 1}},
+		},
+		{
+			name: "the same counts, the unavailable pod a replacement made since: it holds the named pod",
+			in:   Input{Replicas: 3, Strategy: surgeOnly, Updated: Group{4, 3}, NamedUpdated: Group{1, 1}},
+			want: Plan{},
+		},
+		{
+			name: "replacement with a pod broken before: created first, the named pod kept meanwhile",
+			in:   Input{Replicas: 3, Strategy: surgeOnly, Updated: Group{3, 2}, NamedUpdated: Group{1, 1}, UnavailableBeforeNamed: 1},
+			want: Plan{CreateUpdated: 1},
+		},
+		{
+			name: "replacement with a pod broken before: the named pod goes once its replacement is available",
+			in:   Input{Replicas: 3, Strategy: surgeOnly, Updated: Group{4, 3}, NamedUpdated: Group{1, 1}, UnavailableBeforeNamed: 1},
+			want: Plan{DeleteNamed: Deletions{Available: 1}},
+		},
+		{
 			name: "maxUnavailable 0: the replacement is created first",
 			in:   Input{Replicas: 3, Strategy: surgeOnly, Updated: Group{3, 3}, NamedUpdated: Group{1, 1}},
 			want: Plan{CreateUpdated: 1},
@@ -145,15 +165,20 @@ func TestHeadroomWithNamedPods(t *testing.T) {
 }
 
 // Pods named for deletion, in random strategies, with or without a
-// scale-down by as many: step after step, no pod that is not named is
+// scale-down by as many, and sometimes beside a pod that was broken before
+// and never recovers: step after step, no pod that is not named is
 // deleted, live pods stay within replicas + maxSurge, available ones
-// within maxUnavailable of replicas, a scale-down creates nothing, and
-// the steps end with every named pod gone.
+// within maxUnavailable of replicas (less the broken pod), a scale-down
+// creates nothing, and the steps end with every named pod gone.
 func TestNamedPodsLeaveWithinTheBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 300 {
 		replicas := rng.IntN(12) + 1
 		named := rng.IntN(replicas) + 1
+		broken := 0
+		if named < replicas && rng.IntN(2) == 0 {
+			broken = 1
+		}
 		scaleDown := rng.IntN(3) == 0
 		surge := intstr.FromInt32(int32(rng.IntN(3)))
 		unavailable := intstr.FromString(fmt.Sprintf("%d%%", rng.IntN(60)))
@@ -174,13 +199,15 @@ func TestNamedPodsLeaveWithinTheBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		t.Run(fmt.Sprintf("%d: replicas=%d named=%d scaleDown=%v strategy=%+v", trial, replicas, named, scaleDown, s), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d: replicas=%d named=%d broken=%d scaleDown=%v strategy=%+v", trial, replicas, named, broken, scaleDown, s), func(t *testing.T) {
 			g := NewWithT(t)
-			// Each pod is (named, available); all run the update revision.
-			type pod struct{ named, available bool }
+			// Each pod is (named, available, broken for good); all run
+			// the update revision.
+			type pod struct{ named, available, broken bool }
 			pods := make([]pod, replicas)
 			for i := range pods {
-				pods[i] = pod{named: i < named, available: true}
+				isBroken := i >= named && i < named+broken
+				pods[i] = pod{named: i < named, available: !isBroken, broken: isBroken}
 			}
 			count := func() (all, namedPods Group) {
 				for _, p := range pods {
@@ -200,9 +227,8 @@ func TestNamedPodsLeaveWithinTheBounds(t *testing.T) {
 			for steps := 0; ; steps++ {
 				g.Expect(steps).To(BeNumerically("<", 100), "the named pods never leave")
 				all, namedPods := count()
-				in := Input{Replicas: want, Strategy: s, Updated: all, NamedUpdated: namedPods, CanCreateOld: true}
-				if Complete(in) {
-					g.Expect(namedPods.Live).To(BeZero())
+				in := Input{Replicas: want, Strategy: s, Updated: all, NamedUpdated: namedPods, CanCreateOld: true, UnavailableBeforeNamed: broken}
+				if namedPods.Live == 0 && all.Live == want {
 					return
 				}
 				availableBefore := all.Available
@@ -226,7 +252,7 @@ func TestNamedPodsLeaveWithinTheBounds(t *testing.T) {
 				remove(true, plan.DeleteNamed.Available)
 				after, _ := count()
 				if !scaleDown && !s.Recreate {
-					g.Expect(after.Available).To(BeNumerically(">=", min(availableBefore, want-s.MaxUnavailable)),
+					g.Expect(after.Available).To(BeNumerically(">=", min(availableBefore, want-s.MaxUnavailable-broken)),
 						"available pods fell below replicas - maxUnavailable")
 				}
 				for range plan.CreateUpdated {
@@ -234,7 +260,7 @@ func TestNamedPodsLeaveWithinTheBounds(t *testing.T) {
 				}
 				g.Expect(len(pods)).To(BeNumerically("<=", replicas+s.MaxSurge), "live pods above replicas + maxSurge")
 				for i := range pods {
-					if !pods[i].available && rng.IntN(2) == 0 {
+					if !pods[i].available && !pods[i].broken && rng.IntN(2) == 0 {
 						pods[i].available = true
 					}
 				}

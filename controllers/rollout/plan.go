@@ -179,6 +179,13 @@ type Input struct {
 	// and replaced unless replicas is lowered. OldInPlace counts none of
 	// them.
 	NamedUpdated, NamedOld Group
+	// UnavailableBeforeNamed is how many live pods, not named, were
+	// unavailable already when the names were listed, and still are: a
+	// named pod's deletion counts them as available, so that a pod broken
+	// before the request (crash-looping, say) does not hold it back, as it
+	// would hold a scale-down that names its pods for good, while a
+	// replacement made for a named pod, unavailable until it starts, does.
+	UnavailableBeforeNamed int
 }
 
 // namedParts are NamedUpdated and NamedOld, each within its group.
@@ -289,9 +296,8 @@ func Step(in Input) Plan {
 	replacing := s.replacing()
 	maxLive := in.maxLive()
 	minAvailable := max(replicas-s.MaxUnavailable, 0)
-	budget := func() int {
-		return max(upd.Available+rest.Available+inPlace.Available+named.Available-minAvailable, 0)
-	}
+	available := func() int { return upd.Available + rest.Available + inPlace.Available + named.Available }
+	budget := func() int { return max(available()-minAvailable, 0) }
 
 	// take deletes n pods of g, unavailable ones first, and returns n.
 	take := func(g *Group, d *Deletions, n int) int {
@@ -304,9 +310,9 @@ func Step(in Input) Plan {
 		return n
 	}
 
-	// replace deletes up to surplus pods of g: the unavailable ones
-	// freely, available ones only while enough others stay available.
-	replace := func(g *Group, d *Deletions, surplus int) int {
+	// replaceWithin deletes up to surplus pods of g: the unavailable ones
+	// freely, available ones only while budget allows.
+	replaceWithin := func(budget func() int, g *Group, d *Deletions, surplus int) int {
 		surplus = min(surplus, g.Live)
 		unavailable := take(g, d, min(surplus, g.Live-g.Available))
 		available := min(surplus-unavailable, budget())
@@ -315,6 +321,7 @@ func Step(in Input) Plan {
 		d.Available += available
 		return unavailable + available
 	}
+	replace := func(g *Group, d *Deletions, surplus int) int { return replaceWithin(budget, g, d, surplus) }
 
 	// 1. Above replicas + surge (a scale-down, or surge left over from a
 	// step that is no longer needed), pods go now, whatever the
@@ -333,7 +340,8 @@ func Step(in Input) Plan {
 	// 2. The pods named for deletion that are left go in every strategy,
 	// before any replacement for the template takes the budget; step 4
 	// creates their replacements.
-	replace(&named, &p.DeleteNamed, named.Live)
+	brokenBefore := min(max(in.UnavailableBeforeNamed, 0), upd.Live-upd.Available+rest.Live-rest.Available+inPlace.Live-inPlace.Available)
+	replaceWithin(func() int { return max(available()+brokenBefore-minAvailable, 0) }, &named, &p.DeleteNamed, named.Live)
 
 	// 3a. In place: old pods above their target that can take the update
 	// revision move to it, as many as the update revision lacks,

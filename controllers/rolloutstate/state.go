@@ -161,6 +161,12 @@ func (s State) FirstKeptInPlace() string {
 	return "pod " + first.Name + ": " + s.kept[first.UID]
 }
 
+// Available reports whether pod is available, judged as the state's counts
+// judge it.
+func (s State) Available(pod *slimpod.Pod) bool {
+	return operand.IsAvailable(pod, s.minReady, s.now)
+}
+
 // named reports whether spec.scaleStrategy.podsToDelete names a live pod.
 func (s State) named(pod *slimpod.Pod) bool { return s.Named[pod.UID] }
 
