@@ -301,3 +301,51 @@ func (rw *runningWatch) mostRunning() int {
 	defer rw.mu.Unlock()
 	return rw.most
 }
+
+// Recreate through the rest of a rollout's life: a rollout whose old pods
+// do not end passes its progress deadline (ProgressDeadlineExceeded, and
+// the operator keeps waiting), and completes once they end; an undo to the
+// first revision (the spec set back to its template, as `kubectl podset
+// rollout undo` sets it) is a Recreate rollout too, back on that revision,
+// and at no moment do pods of two revisions run.
+func TestIntegrationRecreateDeadlineAndUndo(t *testing.T) {
+	requireEnvtest(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newTestNamespace(t, nil)
+	ps := createPodSet(t, ns, "recreate", 2, func(ps *appv1alpha1.PodSet) {
+		ps.Spec.Image = "registry.example.com/web:1"
+		ps.Spec.UpdateStrategy.Type = appv1alpha1.RecreateStrategyType
+		ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](2)
+	})
+	startFakeKubelet(ctx, t, ns)
+	waitForRolledOut(g, ps, 2)
+	first := getPodSet(g, ps).Status.UpdateRevision
+	old := listLivePods(g, ps)
+	for i := range old {
+		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
+	}
+	running := watchRunning(ctx, t, ns, ps.Name)
+
+	setImage(g, ps, "registry.example.com/web:2")
+	g.Eventually(func(g Gomega) {
+		st := getPodSet(g, ps).Status
+		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(2))
+		g.Expect(conditionStatus(st, appv1alpha1.ConditionProgressing)).To(Equal(metav1.ConditionFalse))
+		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonProgressDeadlineExceeded))
+	}, eventually, poll).Should(Succeed())
+	g.Expect(listLivePods(g, ps)).To(BeEmpty(), "a pod created while the old ones terminate")
+	for i := range old {
+		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	}
+	waitForRolledOut(g, ps, 2)
+	second := getPodSet(g, ps).Status.UpdateRevision
+	g.Expect(second).NotTo(Equal(first))
+
+	setImage(g, ps, "registry.example.com/web:1")
+	waitForRolledOut(g, ps, 2)
+	g.Expect(getPodSet(g, ps).Status.UpdateRevision).To(Equal(first), "the undo is back on the first revision")
+	g.Expect(revisionNames(g, ps)).To(ConsistOf(first, second), "the history")
+	g.Expect(running.twoRevisions()).To(BeEmpty(), "moments with pods of two revisions")
+}

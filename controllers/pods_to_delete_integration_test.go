@@ -96,8 +96,8 @@ func TestIntegrationPodsToDelete(t *testing.T) {
 }
 
 // A scale-down that names a pod, with maxUnavailable 0 and another pod
-// unavailable since before (its container no longer ready): the named pod
-// goes all the same, and no other.
+// crash-looping since before: the named pod goes all the same, and no
+// other.
 func TestIntegrationPodsToDeleteScaleDownBesideABrokenPod(t *testing.T) {
 	requireEnvtest(t)
 	g := NewWithT(t)
@@ -120,6 +120,8 @@ func TestIntegrationPodsToDeleteScaleDownBesideABrokenPod(t *testing.T) {
 		}
 		st := *pod.Status.DeepCopy()
 		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		st.ContainerStatuses = []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name, RestartCount: 3,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 		return st, true
 	})
 	waitForRolledOut(g, ps, replicas)

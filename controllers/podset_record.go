@@ -96,18 +96,21 @@ type podSetRecord struct {
 	// still listed are kept (pods_to_delete.go).
 	namedSeen sets.Set[string]
 	// brokenWhenNamed are the live pods, not named, that were unavailable
-	// when spec.scaleStrategy.podsToDelete was first seen listing names, by
-	// UID, until the list is empty (unavailableBeforeNamed).
+	// and failing when spec.scaleStrategy.podsToDelete was first seen
+	// listing names, by UID, until the list is empty
+	// (unavailableBeforeNamed).
 	brokenWhenNamed sets.Set[types.UID]
 }
 
 // unavailableBeforeNamed is how many of the live pods that st counts, not
-// named, were unavailable already when spec.scaleStrategy.podsToDelete was
-// first seen listing names, and still are (rollout.Input's
+// named, were unavailable already, and failing (operand.IsFailing: not
+// starting, nor updated in place), when spec.scaleStrategy.podsToDelete was
+// first seen listing names, and still are unavailable (rollout.Input's
 // UnavailableBeforeNamed). It takes that snapshot at the first look, and
-// drops it once the list is empty. A replica that took the lead while names
-// were listed takes it at its own first look, and may count a replacement
-// made for a named pod that is still starting among them.
+// drops it once the list is empty. A pod still starting then (a rollout's,
+// a replacement's) is not in it, so it holds a named pod back until it is
+// available; nor is one that fails later, a replacement that crashes
+// included.
 func (rec *podSetRecord) unavailableBeforeNamed(ps *appv1alpha1.PodSet, st *rolloutstate.State) int {
 	if len(ps.Spec.PodsToDelete()) == 0 {
 		rec.brokenWhenNamed = nil
@@ -122,7 +125,7 @@ func (rec *podSetRecord) unavailableBeforeNamed(ps *appv1alpha1.PodSet, st *roll
 		if st.Named[pod.UID] || st.Available(pod) {
 			continue
 		}
-		if first {
+		if first && operand.IsFailing(pod) && !inplace.Pending(pod) {
 			rec.brokenWhenNamed.Insert(pod.UID)
 		}
 		if rec.brokenWhenNamed.Has(pod.UID) {

@@ -104,7 +104,7 @@ func podSetOf(ctx context.Context, c client.Client, ns string, names []string) (
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			return "", "", fmt.Errorf("pod %q is not live (being deleted, or finished): the PodSet has replaced it already", name)
 		}
-		if owner != "" && ref.Name != owner {
+		if owner != "" && (ref.Name != owner || ref.UID != uid) {
 			return "", "", fmt.Errorf("pod %q belongs to podset %q, pod %q to podset %q: name the pods of one PodSet at a time", names[0], owner, name, ref.Name)
 		}
 		owner, uid = ref.Name, ref.UID

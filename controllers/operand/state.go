@@ -100,6 +100,22 @@ func RestartCount(pod *slimpod.Pod) int32 {
 	return n
 }
 
+// IsFailing reports whether a pod's containers show it failing rather than
+// starting: one of them has restarted, or waits for a reason other than its
+// start (ContainerCreating, PodInitializing), such as CrashLoopBackOff or
+// ImagePullBackOff.
+func IsFailing(pod *slimpod.Pod) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount > 0 {
+			return true
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return true
+		}
+	}
+	return false
+}
+
 // UIDs are the pods' UIDs, in order.
 func UIDs(pods []*slimpod.Pod) []types.UID {
 	uids := make([]types.UID, len(pods))

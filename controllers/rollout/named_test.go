@@ -133,6 +133,16 @@ func TestStepNamedPods(t *testing.T) {
 			want: Plan{},
 		},
 		{
+			name: "Recreate stopped, scaled down: the named pods are the ones removed, no other",
+			in:   Input{Replicas: 1, Strategy: Strategy{Recreate: true, MaxUnavailable: 1, Paused: true}, Updated: Group{3, 3}, NamedUpdated: Group{2, 2}},
+			want: Plan{DeleteNamed: Deletions{Available: 2}},
+		},
+		{
+			name: "Recreate stopped, no old pod left: a named pod kept is not replaced beside it",
+			in:   Input{Replicas: 3, Strategy: Strategy{Recreate: true, MaxUnavailable: 3, Paused: true}, Updated: Group{3, 3}, NamedUpdated: Group{1, 1}},
+			want: Plan{},
+		},
+		{
 			name: "Recreate scale-down: the named pod is the one removed",
 			in:   Input{Replicas: 2, Strategy: Recreate(2), Updated: Group{3, 3}, NamedUpdated: Group{1, 1}},
 			want: Plan{DeleteNamed: Deletions{Available: 1}},

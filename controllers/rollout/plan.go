@@ -401,38 +401,42 @@ func Step(in Input) Plan {
 // update revision is filled to replicas only once no old pod is live or
 // terminating, so that two revisions never run at once. A pod the old
 // revisions lose meanwhile is not replaced, nor is a scale-up made. Paused
-// (a rollback that stopped) deletes old pods only above replicas, and no
-// named pod: it could not be replaced while old pods stay. Under
+// (a rollback that stopped) deletes pods only above replicas, named ones
+// first: it could not replace them while old pods stay. Under
 // WaitForTermination the creations wait for the pods being deleted to be
 // gone (Headroom).
 func recreateStep(in Input) Plan {
 	var p Plan
-	if in.Strategy.Paused {
-		in.NamedUpdated, in.NamedOld = Group{}, Group{}
-	}
 	// take is n pods of g, the unavailable ones first.
 	take := func(g Group, n int) Deletions {
 		n = min(max(n, 0), g.Live)
 		unavailable := min(n, max(g.Live-g.Available, 0))
 		return Deletions{Unavailable: unavailable, Available: n - unavailable}
 	}
-	// The pods named for deletion all go; upd and old are the others of
+	// The pods named for deletion (named), and upd and old, the others of
 	// each group.
 	namedUpd, namedOld := in.namedParts()
-	p.DeleteNamed = take(in.named(), in.named().Live)
+	named := in.named()
 	upd := Group{Live: in.Updated.Live - namedUpd.Live, Available: max(in.Updated.Available-namedUpd.Available, 0)}
 	old := Group{Live: in.Old.Live - namedOld.Live, Available: max(in.Old.Available-namedOld.Available, 0)}
 	inPlace := Group{Live: min(in.OldInPlace.Live, old.Live), Available: min(in.OldInPlace.Available, old.Available)}
 	rest := Group{Live: old.Live - inPlace.Live, Available: max(old.Available-inPlace.Available, 0)}
-	oldGo := old.Live
+	// The named pods and the old ones all go; but a rollback that stopped
+	// (Paused) replaces none, so it deletes only the pods above replicas,
+	// the named ones first, then the old ones.
+	namedGo, oldGo := named.Live, old.Live
 	if in.Strategy.Paused {
-		oldGo = old.Live + upd.Live - in.Replicas
+		excess := max(named.Live+old.Live+upd.Live-in.Replicas, 0)
+		namedGo = min(named.Live, excess)
+		oldGo = excess - namedGo
 	}
+	namedKept := named.Live - namedGo
+	p.DeleteNamed = take(named, namedGo)
 	p.DeleteOld = take(rest, oldGo)
 	p.DeleteOldInPlace = take(inPlace, oldGo-p.DeleteOld.Total())
-	p.DeleteUpdated = take(upd, upd.Live+old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
+	p.DeleteUpdated = take(upd, upd.Live+namedKept+old.Live-p.DeleteOld.Total()-p.DeleteOldInPlace.Total()-in.Replicas)
 	if in.OldPodsLeft() == 0 {
-		p.CreateUpdated = max(in.Replicas-upd.Live-in.waitedFor(), 0)
+		p.CreateUpdated = max(in.Replicas-upd.Live-namedKept-in.waitedFor(), 0)
 		if in.Strategy.WaitForTermination {
 			p.CreateUpdated = min(p.CreateUpdated, max(Headroom(in), 0))
 		}

@@ -74,8 +74,9 @@ func (e podAuditEvent) ends() bool {
 // the moment that keeps the count a lower bound of the truth
 // (podAuditEvent.at); that is the liveness livePods uses. The pods of these
 // tests never fail or succeed on their own; the pod garbage collector fails
-// those of a deleted node before it deletes them, and its status writes are
-// the only ones the audit policy records. A watch observer can count
+// those of a deleted node before it deletes them, and a real node's kubelet
+// those it has stopped before it removes them, and theirs are the only
+// status writes the audit policy records. A watch observer can count
 // wrong when its watch breaks (a relist hands over the pods that exist
 // before the deletions of those that vanished), the audit log cannot.
 func auditMaxLive(ns string) (int, error) {
