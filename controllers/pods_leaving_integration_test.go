@@ -45,9 +45,7 @@ func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
 	startFakeKubelet(ctx, t, ns)
 	waitForRolledOut(g, ps, 3)
 	old := listLivePods(g, ps)
-	for i := range old {
-		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
-	}
+	holdTerminating(ctx, g, old)
 	running := watchRunning(ctx, t, ns, ps.Name)
 
 	setImage(g, ps, "registry.example.com/web:2")
@@ -62,12 +60,7 @@ func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
 
 	// A scale-up while they terminate waits for them too.
 	setReplicas(g, ps, 4)
-	release := func(pods []corev1.Pod) {
-		for i := range pods {
-			g.Expect(k8sClient.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
-		}
-	}
-	release(old[:2])
+	releaseTerminating(ctx, g, old[:2])
 	g.Eventually(func(g Gomega) {
 		g.Expect(getPodSet(g, ps).Status.TerminatingReplicas).To(BeEquivalentTo(1))
 	}, eventually, poll).Should(Succeed())
@@ -75,7 +68,7 @@ func TestIntegrationRecreateStrategyWaitsForTheOldPodsToGo(t *testing.T) {
 		g.Expect(listLivePods(g, ps)).To(BeEmpty(), "a pod created while an old one terminates")
 	}, 2*time.Second, poll).Should(Succeed())
 
-	release(old[2:])
+	releaseTerminating(ctx, g, old[2:])
 	waitForRolledOut(g, ps, 4)
 	for _, pod := range listLivePods(g, ps) {
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal("registry.example.com/web:2"))
@@ -203,6 +196,21 @@ func TestIntegrationRecreateSettingsWithAnotherStrategy(t *testing.T) {
 	g.Expect(listLivePods(g, ps)).To(BeEmpty())
 }
 
+// holdTerminating keeps pods Terminating once deleted (holdFinalizer),
+// until releaseTerminating.
+func holdTerminating(ctx context.Context, g Gomega, pods []corev1.Pod) {
+	for i := range pods {
+		g.Expect(k8sClient.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
+	}
+}
+
+// releaseTerminating lets pods held by holdTerminating go.
+func releaseTerminating(ctx context.Context, g Gomega, pods []corev1.Pod) {
+	for i := range pods {
+		g.Expect(k8sClient.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	}
+}
+
 // runGracePeriods makes every pod of ns that is deleted terminate for
 // grace before it is gone, as a kubelet ends a container that takes its
 // grace period: it holds each live pod with a finalizer, and removes the
@@ -323,9 +331,7 @@ func TestIntegrationRecreateDeadlineAndUndo(t *testing.T) {
 	waitForRolledOut(g, ps, 2)
 	first := getPodSet(g, ps).Status.UpdateRevision
 	old := listLivePods(g, ps)
-	for i := range old {
-		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`)))).To(Succeed())
-	}
+	holdTerminating(ctx, g, old)
 	running := watchRunning(ctx, t, ns, ps.Name)
 
 	setImage(g, ps, "registry.example.com/web:2")
@@ -336,9 +342,7 @@ func TestIntegrationRecreateDeadlineAndUndo(t *testing.T) {
 		g.Expect(progressingReason(st)).To(Equal(appv1alpha1.ReasonProgressDeadlineExceeded))
 	}, eventually, poll).Should(Succeed())
 	g.Expect(listLivePods(g, ps)).To(BeEmpty(), "a pod created while the old ones terminate")
-	for i := range old {
-		g.Expect(k8sClient.Patch(ctx, &old[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
-	}
+	releaseTerminating(ctx, g, old)
 	waitForRolledOut(g, ps, 2)
 	second := getPodSet(g, ps).Status.UpdateRevision
 	g.Expect(second).NotTo(Equal(first))

@@ -34,11 +34,7 @@ func TestIntegrationPodsToDelete(t *testing.T) {
 	defer cancel()
 	ns := newTestNamespace(t, nil)
 	const replicas = 3
-	ps := createPodSet(t, ns, "named", replicas, func(ps *appv1alpha1.PodSet) {
-		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
-			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-		}
-	})
+	ps := createPodSet(t, ns, "named", replicas, surgeFirst)
 	startFakeKubelet(ctx, t, ns)
 	waitForRolledOut(g, ps, replicas)
 	running := watchRunning(ctx, t, ns, ps.Name)
@@ -105,11 +101,7 @@ func TestIntegrationPodsToDeleteScaleDownBesideABrokenPod(t *testing.T) {
 	defer cancel()
 	ns := newTestNamespace(t, nil)
 	const replicas = 3
-	ps := createPodSet(t, ns, "broken", replicas, func(ps *appv1alpha1.PodSet) {
-		ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
-			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-		}
-	})
+	ps := createPodSet(t, ns, "broken", replicas, surgeFirst)
 	var broken sync.Map
 	runKubeletStandIn(ctx, ns, 150*time.Millisecond, func(pod *corev1.Pod) (corev1.PodStatus, bool) {
 		if _, ok := broken.Load(pod.Name); !ok {
@@ -146,4 +138,11 @@ func livePodUIDs(g Gomega, ps *appv1alpha1.PodSet) map[string]types.UID {
 		out[pod.Name] = pod.UID
 	}
 	return out
+}
+
+// surgeFirst rolls with maxSurge 1 and maxUnavailable 0.
+func surgeFirst(ps *appv1alpha1.PodSet) {
+	ps.Spec.UpdateStrategy.RollingUpdate = &appv1alpha1.RollingUpdate{
+		MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+	}
 }

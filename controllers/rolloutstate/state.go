@@ -79,7 +79,10 @@ func Of(ps *appv1alpha1.PodSet, revisions *revision.State, cluster Cluster, pods
 	}
 	st := State{minReady: operand.MinReady(ps), now: now}
 	terminating, oldTerminating := 0, 0
-	names := sets.New(ps.Spec.PodsToDelete()...)
+	var names sets.Set[string]
+	if listed := ps.Spec.PodsToDelete(); len(listed) > 0 {
+		names = sets.New(listed...)
+	}
 	for _, pod := range pods {
 		if names.Has(pod.Name) && operand.IsLive(pod) {
 			if st.Named == nil {
