@@ -58,6 +58,9 @@ OLM_VERSION ?= v0.28.0
 GRPC_HEALTH_PROBE_VERSION ?= v0.4.61
 # The SBOM generator of make sbom.
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+# The label enforcer of OpenShift's Thanos querier tenancy port, which the
+# e2e canary analyses query through (as the cluster monitoring operator runs it).
+PROM_LABEL_PROXY_VERSION ?= v0.11.1
 # Prometheus and promtool: Debian's package, at this version.
 PROMETHEUS_DEB_VERSION ?= 2.42.0+ds-5+b6
 # The Prometheus Operator release whose ServiceMonitor and PrometheusRule
@@ -84,7 +87,7 @@ K8S_RESIZE_VERSION ?= v1.33.2
 CONTROLLER_RUNTIME_VERSION := $(shell sed -n 's#^\s*sigs.k8s.io/controller-runtime \(v[^ ]*\).*#\1#p' go.mod)
 export K8S_VERSION K8S_STAGING_VERSION ETCD_VERSION KWOK_VERSION OPERATOR_SDK_VERSION OPM_VERSION OLM_VERSION CONTROLLER_RUNTIME_VERSION OPERATOR_CONTROLLER_VERSION PROMETHEUS_OPERATOR_VERSION PROMETHEUS_SERVER_VERSION
 export K8S_OLDEST_VERSION K8S_RESIZE_VERSION
-export CONTROLLER_TOOLS_VERSION CRD_REF_DOCS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION
+export CONTROLLER_TOOLS_VERSION CRD_REF_DOCS_VERSION KUSTOMIZE_VERSION GOLANGCI_LINT_VERSION GRPC_HEALTH_PROBE_VERSION CYCLONEDX_GOMOD_VERSION PROM_LABEL_PROXY_VERSION
 # hack/build-tool.sh keeps every tool it builds in this cache outside the work
 # tree, keyed by the tool's pinned versions, the Go toolchain, the platform and
 # the build recipe, and bin/ takes it from there: a fresh clone on a machine
@@ -128,6 +131,7 @@ OPM ?= $(OLM_BIN)/opm
 SCORECARD_TEST ?= $(OLM_BIN)/scorecard-test
 GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(GRPC_HEALTH_PROBE_VERSION)
 CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+PROM_LABEL_PROXY ?= $(LOCALBIN)/prom-label-proxy-$(PROM_LABEL_PROXY_VERSION)
 KUBECTL ?= $(K8S_BIN)/kubectl
 # The commit of the previous release, v0.4.0: make catalog takes its catalog
 # (for the upgrade edge), and test-olm-real and test-olmv1 build its images
@@ -536,11 +540,11 @@ demo: cluster-tools build $(NODE_TOOLS) ## Run the operator on a local cluster (
 	$(LOCALBIN)/demo --bin-dir $(K8S_BIN) --manager $(LOCALBIN)/manager $(NODE_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) $(OPENSHIFT_BIN)/sccadmission ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it, and OpenShift's SCC admission (its stand-in) in front of some namespaces.
+test-e2e: cluster-tools build $(KUSTOMIZE) $(PROMTOOL) $(PROM_LABEL_PROXY) $(OPENSHIFT_BIN)/sccadmission ## Run the end-to-end suite: local cluster, operator as a separate process with its RBAC, a real Prometheus scraping it, and OpenShift's SCC admission (its stand-in) in front of some namespaces.
 	$(GO) vet -tags e2e ./test/localcluster/ ./test/e2e/
 	K8S_BIN=$(K8S_BIN) MANAGER_BIN=$(LOCALBIN)/manager PLUGIN_BIN=$(LOCALBIN)/kubectl-podset KUSTOMIZE=$(KUSTOMIZE) \
 	  SCC_ADMISSION_BIN=$(OPENSHIFT_BIN)/sccadmission \
-	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus CANARY_APP=$(LOCALBIN)/canary-app \
+	  PROMETHEUS=$(PROMETHEUS_BIN)/prometheus CANARY_APP=$(LOCALBIN)/canary-app PROM_LABEL_PROXY=$(PROM_LABEL_PROXY) \
 	  V010_REV=$(V010_REV) \
 	  $(GO) test -tags e2e -p 1 -count=1 -v -timeout 40m ./test/localcluster/ ./test/e2e/
 
@@ -691,7 +695,7 @@ prebuild-tools: ## Install the Debian packages and build the Go-built tools that
 	-hack/install-real-node.sh
 	-bash -c 'source hack/lib/debian.sh && use_buildah && apt_install qemu-user-static podman'
 	$(MAKE) -k $(PROMTOOL) $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(SCORECARD_TEST) \
-	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(OPENSHIFT_BIN)/sccadmission $(CYCLONEDX_GOMOD) \
+	  $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubectl $(K8S_BIN)/kwok $(OPENSHIFT_BIN)/sccadmission $(PROM_LABEL_PROXY) $(CYCLONEDX_GOMOD) \
 	  $(K8S_BIN)/kubelet $(K8S_BIN)/kube-proxy $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/cpb $(ENVTEST_OLDEST)/kube-apiserver $(GRPC_HEALTH_PROBE) \
 	  $(PROMETHEUS_OPERATOR_BIN)/prometheus-operator $(PROMETHEUS_OPERATOR_BIN)/prometheus-config-reloader $(PROMETHEUS_OPERATOR_BIN)/prometheus $(OLMV1_BIN)/operator-controller $(OLMV1_BIN)/catalogd \
 	  $(ENVTEST_RESIZE)/kube-apiserver $(REAL_NODE_RESIZE_TOOLS)
@@ -735,6 +739,9 @@ $(CRD_REF_DOCS):
 
 $(GRPC_HEALTH_PROBE):
 	hack/build-tool.sh grpc-health-probe $(LOCALBIN) $(notdir $@)
+
+$(PROM_LABEL_PROXY):
+	hack/build-tool.sh prom-label-proxy $(LOCALBIN) $(notdir $@)
 
 $(KUSTOMIZE):
 	hack/build-tool.sh kustomize $(LOCALBIN) $(notdir $@)

@@ -48,6 +48,7 @@ script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 : "${GOLANGCI_LINT_VERSION:=v2.15.0}"
 : "${GRPC_HEALTH_PROBE_VERSION:=v0.4.61}"
 : "${CYCLONEDX_GOMOD_VERSION:=v1.10.0}"
+: "${PROM_LABEL_PROXY_VERSION:=v0.11.1}"
 TOOLS_CACHE=${TOOLS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/podset-operator/tools}
 
 # versions: the pinned versions a tool's binary depends on. The Kubernetes
@@ -69,6 +70,7 @@ versions() {
     golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
     grpc-health-probe) echo "$GRPC_HEALTH_PROBE_VERSION" ;;
     cyclonedx-gomod) echo "$CYCLONEDX_GOMOD_VERSION" ;;
+    prom-label-proxy) echo "$PROM_LABEL_PROXY_VERSION" ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 }
@@ -406,7 +408,7 @@ case "$tool" in
     cv=github.com/prometheus/common/version
     go build -mod=mod -trimpath -ldflags "-s -w -X $cv.Version=$v -X $cv.Revision=$PROMETHEUS_SERVER_VERSION -X $cv.Branch=release" \
       -o "$bin" ./cmd/prometheus ;;
-  kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod)
+  kustomize|golangci-lint|grpc-health-probe|cyclonedx-gomod|prom-label-proxy)
     # Published modules without replace directives: go install, with the
     # project's build flags (static, -trimpath, no DWARF).
     case "$tool" in
@@ -414,6 +416,7 @@ case "$tool" in
       golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION ;;
       grpc-health-probe) pkg=github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION ;;
       cyclonedx-gomod) pkg=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION ;;
+      prom-label-proxy) pkg=github.com/prometheus-community/prom-label-proxy@$PROM_LABEL_PROXY_VERSION ;;
     esac
     flags=; [ "$tool" = grpc-health-probe ] && flags="-ldflags=-s -w"
     GOFLAGS="-trimpath $nodwarf" GOBIN=$stage go install ${flags:+"$flags"} "$pkg" ;;

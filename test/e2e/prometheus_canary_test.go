@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,8 +39,10 @@ const canaryErrorRatio = `sum(rate(http_requests_total{controller_revision_hash=
 // as processes: kwok's pods run nothing). Prometheus scrapes one server per
 // revision, labelled with the namespace and the revision's hash as a
 // PodMonitor with podTargetLabels would label the pods; a client sends
-// each of them 20 requests a second. The operator runs with
-// --analysis-prometheus-url.
+// each of them 20 requests a second. The operator queries it through
+// prom-label-proxy, run as in front of OpenShift's Thanos querier tenancy
+// port (--analysis-namespace-parameter=namespace); the real-node scenarios
+// query Prometheus directly.
 //
 //   - v2 answers 30% of requests with 500 while staying Ready: the analysis
 //     fails at its first measurement, the rollout retreats (no autoRollback
@@ -113,19 +117,23 @@ scrape_configs:
 	Eventually(func() error { _, err := api.Get(ctx, "/status/buildinfo"); return err }).
 		WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Prometheus did not start; see prometheus-canary.log")
 
-	// The operator, with the analysis Prometheus configured.
+	// The operator queries through prom-label-proxy, run with the arguments
+	// OpenShift's cluster monitoring operator gives it behind the tenancy
+	// port of the Thanos querier: the namespace comes from the URL
+	// parameter "namespace", and a query's own other namespace is an error.
+	proxyURL := startTenancyProxy(ctx, t, promURL)
 	env.operator.stop()
 	op := &operatorProcess{
 		bin: env.operator.bin, kubeconfig: env.operator.kubeconfig,
 		logPath: filepath.Join(env.cluster.LogDir(), "operator-canary.log"),
-		args:    []string{"--analysis-prometheus-url=" + promURL},
+		args:    []string{"--analysis-prometheus-url=" + proxyURL, "--analysis-namespace-parameter=namespace"},
 	}
 	Expect(op.start()).To(Succeed())
 	t.Cleanup(func() {
 		op.stop()
 		Expect(env.operator.start()).To(Succeed())
 	})
-	step("Prometheus on %s scraping canary-app v1, v2 (30%% 500s) and v3; operator with --analysis-prometheus-url", promURL)
+	step("Prometheus on %s scraping canary-app v1, v2 (30%% 500s) and v3, behind prom-label-proxy on %s as OpenShift's tenancy port runs it; operator with --analysis-prometheus-url=%s --analysis-namespace-parameter=namespace", promURL, proxyURL, proxyURL)
 
 	const name, replicas = "web", 4
 	ps := &appv1alpha1.PodSet{
@@ -248,8 +256,8 @@ scrape_configs:
 		g.Expect(p.Status.Canary.Revision).To(Equal(v1again))
 		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v3)
-	step("Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted", held.Round(time.Second), run.Errors)
+	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v3, "Prometheus answered with an error (server_error): server error: 502")
+	step("Prometheus stopped at the analysis step: prom-label-proxy answered 502; held (AnalysisError) %s later after %d errors in a row, never promoted", held.Round(time.Second), run.Errors)
 }
 
 // stopPrometheusUntilHeld stops Prometheus while the PodSet's rollout is at
@@ -257,8 +265,10 @@ scrape_configs:
 // and waits until the run holds the rollout on its errors (AnalysisError).
 // It returns the run and how long after the stop it held, once the held
 // rollout has moved no pod, and completed nothing, for 5 s (lastCompleted
-// is the revision before it).
-func stopPrometheusUntilHeld(ctx context.Context, prom *localcluster.Process, ns, name, lastCompleted string) (appv1alpha1.AnalysisRunStatus, time.Duration) {
+// is the revision before it). The last measurement's message says why:
+// because (Prometheus could not be reached, or the 502 of a proxy in front
+// of it).
+func stopPrometheusUntilHeld(ctx context.Context, prom *localcluster.Process, ns, name, lastCompleted, because string) (appv1alpha1.AnalysisRunStatus, time.Duration) {
 	Expect(prom.Stop()).To(Succeed())
 	stopped := time.Now()
 	var run appv1alpha1.AnalysisRunStatus
@@ -270,7 +280,7 @@ func stopPrometheusUntilHeld(ctx context.Context, prom *localcluster.Process, ns
 	held := time.Since(stopped)
 	Expect(run.Phase).To(Equal("Error"))
 	Expect(run.Errors).To(BeEquivalentTo(2))
-	Expect(run.Measurements[len(run.Measurements)-1].Message).To(ContainSubstring("Prometheus could not be reached"))
+	Expect(run.Measurements[len(run.Measurements)-1].Message).To(ContainSubstring(because))
 	Consistently(func(g Gomega) {
 		p := getPodSet(g, ctx, ns, name)
 		g.Expect(p.Status.UpdatedReplicas).To(BeEquivalentTo(1), "a held rollout moves no pod")
@@ -396,4 +406,45 @@ func watchMostPodsLabelled(ctx context.Context, ns string, labels client.Matchin
 		}
 	}()
 	return func() int { return int(most.Load()) }
+}
+
+// startTenancyProxy starts prom-label-proxy (PROM_LABEL_PROXY) in front of
+// the Prometheus at promURL, with the arguments OpenShift's cluster
+// monitoring operator gives it in the Thanos querier's pod, and returns its
+// URL. Before it is used, it checks that the proxy enforces what the
+// operator relies on: a query without the namespace parameter is refused,
+// and so is one whose own matcher names another namespace.
+func startTenancyProxy(ctx context.Context, t *testing.T, promURL string) string {
+	bin := os.Getenv("PROM_LABEL_PROXY")
+	Expect(bin).NotTo(BeEmpty(), "PROM_LABEL_PROXY is not set: run the suite with `make test-e2e`")
+	port, err := localcluster.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	proc, err := localcluster.StartProcess("prom-label-proxy", bin, []string{
+		"--insecure-listen-address=" + addr, "--upstream=" + promURL,
+		"--label=namespace", "--enable-label-apis", "--error-on-replace",
+	}, nil, filepath.Join(env.cluster.LogDir(), "prom-label-proxy.log"))
+	Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = proc.Stop() })
+	proxyURL := "http://" + addr
+	query := func(params url.Values) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, proxyURL+"/api/v1/query?"+params.Encode(), nil)
+		Expect(err).NotTo(HaveOccurred())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	Eventually(func() int {
+		code, _ := query(url.Values{"query": {"up"}, "namespace": {"tenant-a"}})
+		return code
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Equal(http.StatusOK), "prom-label-proxy did not answer; see prom-label-proxy.log")
+	code, body := query(url.Values{"query": {"up"}})
+	Expect(code).To(Equal(http.StatusBadRequest), "a query without the namespace parameter: %s", body)
+	code, body = query(url.Values{"query": {`up{namespace="tenant-b"}`}, "namespace": {"tenant-a"}})
+	Expect(code).To(Equal(http.StatusBadRequest), "a query naming another namespace: %s", body)
+	return proxyURL
 }

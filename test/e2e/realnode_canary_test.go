@@ -360,7 +360,7 @@ func testRealCanaryAnalysis(t *testing.T) {
 		g.Expect(p.Status.Canary.Revision).To(Equal(v6))
 		g.Expect(p.Status.Canary.Step).To(BeEquivalentTo(1), "at the analysis")
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v4)
+	run, held := stopPrometheusUntilHeld(ctx, prom, ns, name, v4, "Prometheus could not be reached")
 	v6row := &canaryScenario{name: "v6, good, Prometheus stopped: held (the stable pods are v4's)", took: time.Since(start), mostPods: mostV6()}
 	table.add(v6row, start, start.Add(v6row.took))
 	step("v6, Prometheus stopped at the analysis step: held (AnalysisError) %s later after %d errors in a row, never promoted",
