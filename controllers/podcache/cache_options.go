@@ -42,7 +42,8 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
+			&corev1.Pod{}:         {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
+			&appv1alpha1.PodSet{}: {Transform: podSetTransform},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
 			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector()},
@@ -65,6 +66,30 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 // request the benchmark's request table would show.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}}}}
+}
+
+// podSetTransform is the transform of cached PodSets: without
+// managedFields (as every cached object) and without kubectl's
+// last-applied-configuration annotation. kubectl apply and Argo CD's
+// default (client-side) sync store the whole manifest there, template
+// included, so it holds the PodSet a second time, as a string; nothing of
+// the operator reads it, and the operator writes PodSets only by patches
+// of the fields it sets, so the annotation stays on the API server as it
+// is. Everything else is kept (TestPodSetTransformKeepsEveryOtherField).
+func podSetTransform(obj any) (any, error) {
+	ps, ok := obj.(*appv1alpha1.PodSet)
+	if !ok {
+		// A tombstone (cache.DeletedFinalStateUnknown): nothing to strip.
+		return obj, nil
+	}
+	ps.ManagedFields = nil
+	if _, ok := ps.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		delete(ps.Annotations, corev1.LastAppliedConfigAnnotation)
+		if len(ps.Annotations) == 0 {
+			ps.Annotations = nil
+		}
+	}
+	return ps, nil
 }
 
 // newPodTransform is the transform of cached pods: slimPod, then the pod's

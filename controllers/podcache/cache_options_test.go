@@ -1,16 +1,22 @@
 package podcache
 
 import (
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/randfill"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
@@ -23,7 +29,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 
 	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
 
-	g.Expect(opts.ByObject).To(HaveLen(2))
+	g.Expect(opts.ByObject).To(HaveLen(3))
 	var podCache, revisionCache *cache.ByObject
 	for obj, byObject := range opts.ByObject {
 		switch obj.(type) {
@@ -33,6 +39,7 @@ func TestCacheOptionsRestrictsPodsToManagedOnes(t *testing.T) {
 			revisionCache = &byObject
 		}
 	}
+	g.Expect(podSetCacheOf(opts).Label).To(BeNil(), "every PodSet")
 	g.Expect(revisionCache).NotTo(BeNil(), "no ByObject entry for ControllerRevisions")
 	g.Expect(revisionCache.Label.String()).To(Equal("app.kubernetes.io/managed-by=podset-operator"),
 		"only this operator's revisions, not every StatefulSet's")
@@ -62,6 +69,75 @@ func TestCacheOptionsStripsManagedFields(t *testing.T) {
 	g.Expect(stripped.ManagedFields).To(BeEmpty())
 	g.Expect(stripped.Name).To(Equal("a"))
 	g.Expect(stripped.Labels).To(HaveKeyWithValue(appv1alpha1.LabelManagedBy, appv1alpha1.ManagedByValue))
+}
+
+// podSetCacheOf is the ByObject entry of PodSets in opts.
+func podSetCacheOf(opts cache.Options) cache.ByObject {
+	for obj, byObject := range opts.ByObject {
+		if _, ok := obj.(*appv1alpha1.PodSet); ok {
+			return byObject
+		}
+	}
+	panic("no ByObject entry for PodSets")
+}
+
+func TestPodSetTransformDropsManagedFieldsAndLastApplied(t *testing.T) {
+	g := NewWithT(t)
+	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
+	g.Expect(transform).NotTo(BeNil())
+	ps := unitPodSet(3)
+	ps.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	ps.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"apiVersion":"app.example.com/v1alpha1"}`}
+
+	out, err := transform(ps)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	cached := out.(*appv1alpha1.PodSet)
+	g.Expect(cached.ManagedFields).To(BeNil())
+	g.Expect(cached.Annotations).To(BeNil(), "no empty map kept")
+
+	ps = unitPodSet(3)
+	ps.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{}", appv1alpha1.AnnotationRolloutRetry: "x"}
+	out, err = transform(ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*appv1alpha1.PodSet).Annotations).To(Equal(map[string]string{appv1alpha1.AnnotationRolloutRetry: "x"}))
+
+	tombstone := toolscache.DeletedFinalStateUnknown{Key: "ns/web", Obj: unitPodSet(1)}
+	out, err = transform(tombstone)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(tombstone))
+}
+
+// TestPodSetTransformKeepsEveryOtherField fills PodSets at random, every
+// field of spec, status and metadata, and checks that the cached one
+// differs from it only by managedFields and the last-applied annotation:
+// a field the transform dropped would be one a phase reads as unset.
+func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
+	g := NewWithT(t)
+	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
+	filler := randfill.NewWithSeed(1).NilChance(0.2).NumElements(1, 3).
+		Funcs(func(q *resource.Quantity, c randfill.Continue) {
+			*q = resource.MustParse(strconv.Itoa(c.Intn(1000)) + "m")
+		})
+	for i := range 200 {
+		ps := &appv1alpha1.PodSet{}
+		filler.Fill(ps)
+		ps.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+		if ps.Annotations == nil {
+			ps.Annotations = map[string]string{}
+		}
+		want := ps.DeepCopy()
+		want.ManagedFields = nil
+		if len(want.Annotations) == 0 {
+			want.Annotations = nil
+		}
+		ps.Annotations[corev1.LastAppliedConfigAnnotation] = "{}"
+
+		out, err := transform(ps)
+
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(apiequality.Semantic.DeepEqual(out, want)).To(BeTrue(), "PodSet %d: the cached copy differs: %s", i, cmp.Diff(want, out))
+	}
 }
 
 func TestCacheOptionsNamespaces(t *testing.T) {
