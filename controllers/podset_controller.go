@@ -30,6 +30,7 @@ import (
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/ownership"
+	"github.com/example/podset-operator/controllers/podcache"
 	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/controllers/status"
 	"github.com/example/podset-operator/controllers/wakeups"
@@ -83,6 +84,10 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.forgetRunsOf(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// The cache keeps the pod template encoded; this copy gets it back.
+	if err := podcache.RestoreTemplate(ps); err != nil {
+		return ctrl.Result{}, err
 	}
 	// A replica resumed after a pause may no longer lead, and its cache
 	// missed what happened meanwhile: nothing until its lease is renewed

@@ -68,14 +68,20 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}}}}
 }
 
-// podSetTransform is the transform of cached PodSets: without
-// managedFields (as every cached object) and without kubectl's
-// last-applied-configuration annotation. kubectl apply and Argo CD's
-// default (client-side) sync store the whole manifest there, template
-// included, so it holds the PodSet a second time, as a string; nothing of
-// the operator reads it, and the operator writes PodSets only by patches
-// of the fields it sets, so the annotation stays on the API server as it
-// is. Everything else is kept (TestPodSetTransformKeepsEveryOtherField).
+// podSetTransform is the transform of cached PodSets. It drops
+// managedFields (as for every cached object) and kubectl's
+// last-applied-configuration annotation: kubectl apply and Argo CD's
+// default (client-side) sync store the whole manifest there, so it holds
+// the PodSet a second time; nothing of the operator reads it, and the
+// operator writes PodSets only by patches of the fields it sets, so the
+// annotation stays on the API server as it is.
+//
+// It also keeps spec.template encoded (encodeTemplate): decoded, a
+// chart-sized template is about four times its JSON, and one is cached for
+// every PodSet, however many pods it has. Reconcile decodes it again
+// (RestoreTemplate) right after reading the PodSet; nothing else
+// reads a cached PodSet's template. Everything else is kept
+// (TestPodSetTransformKeepsEveryOtherField).
 func podSetTransform(obj any) (any, error) {
 	ps, ok := obj.(*appv1alpha1.PodSet)
 	if !ok {
@@ -89,6 +95,7 @@ func podSetTransform(obj any) (any, error) {
 			ps.Annotations = nil
 		}
 	}
+	encodeTemplate(ps)
 	return ps, nil
 }
 

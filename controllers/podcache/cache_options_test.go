@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/randfill"
@@ -109,19 +110,36 @@ func TestPodSetTransformDropsManagedFieldsAndLastApplied(t *testing.T) {
 }
 
 // TestPodSetTransformKeepsEveryOtherField fills PodSets at random, every
-// field of spec, status and metadata, and checks that the cached one
-// differs from it only by managedFields and the last-applied annotation:
-// a field the transform dropped would be one a phase reads as unset.
+// field of spec, status and metadata, and checks that the cached one, its
+// template restored as Reconcile restores it, differs from it only by
+// managedFields and the last-applied annotation: a field the transform
+// dropped or changed would be one a phase reads wrong.
 func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
 	g := NewWithT(t)
 	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
-	filler := randfill.NewWithSeed(1).NilChance(0.2).NumElements(1, 3).
-		Funcs(func(q *resource.Quantity, c randfill.Continue) {
+	filler := randfill.NewWithSeed(1).NilChance(0.2).NumElements(1, 3).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
 			*q = resource.MustParse(strconv.Itoa(c.Intn(1000)) + "m")
-		})
-	for i := range 200 {
+		},
+		// The API server's times are to the second, as JSON carries them.
+		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(c.Int63n(1<<31), 0) },
+		// Values that encode: no other kind of IntOrString exists, and
+		// managedFields hold JSON.
+		func(v *intstr.IntOrString, c randfill.Continue) {
+			if c.Bool() {
+				*v = intstr.FromInt32(c.Int31())
+			} else {
+				*v = intstr.FromString(c.String(0))
+			}
+		},
+		func(f *metav1.FieldsV1, c randfill.Continue) { f.Raw = []byte(`{"f:metadata":{}}`) },
+	)
+	for i := range 300 {
 		ps := &appv1alpha1.PodSet{}
 		filler.Fill(ps)
+		if i%3 == 0 {
+			ps.Spec.Template = nil // the short form
+		}
 		ps.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 		if ps.Annotations == nil {
 			ps.Annotations = map[string]string{}
@@ -134,10 +152,68 @@ func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
 		ps.Annotations[corev1.LastAppliedConfigAnnotation] = "{}"
 
 		out, err := transform(ps)
-
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(apiequality.Semantic.DeepEqual(out, want)).To(BeTrue(), "PodSet %d: the cached copy differs: %s", i, cmp.Diff(want, out))
+		cached := out.(*appv1alpha1.PodSet)
+		g.Expect(cached.Spec.Template).To(BeNil(), "PodSet %d: the template is kept encoded", i)
+		// Reconcile reads a copy, and restores its template.
+		read := cached.DeepCopy()
+		g.Expect(RestoreTemplate(read)).To(Succeed())
+
+		g.Expect(apiequality.Semantic.DeepEqual(read, want)).To(BeTrue(), "PodSet %d: the cached copy differs: %s", i, cmp.Diff(want, read))
+		g.Expect(cached.Spec.Template).To(BeNil(), "restoring a copy leaves the cache as it is")
 	}
+}
+
+func TestCachedTemplateSurvivesASecondTransform(t *testing.T) {
+	g := NewWithT(t)
+	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
+	ps := unitPodSet(3)
+	ps.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+	want := ps.Spec.Template.DeepCopy()
+
+	once, err := transform(ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	twice, err := transform(once)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	read := twice.(*appv1alpha1.PodSet).DeepCopy()
+	g.Expect(RestoreTemplate(read)).To(Succeed())
+	g.Expect(read.Spec.Template).To(Equal(want))
+	g.Expect(read.Annotations).To(BeNil())
+}
+
+func TestCachedTemplateAnnotationOfAUserIsNeverReadAsATemplate(t *testing.T) {
+	g := NewWithT(t)
+	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
+	forged := `0123456789abcdef:{"spec":{"containers":[{"name":"evil","image":"evil"}]}}`
+
+	// The short form with the annotation set by hand: no template appears.
+	ps := unitPodSet(1)
+	ps.Annotations = map[string]string{cachedTemplateAnnotation: forged, "team": "a"}
+	out, err := transform(ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	read := out.(*appv1alpha1.PodSet).DeepCopy()
+	g.Expect(RestoreTemplate(read)).To(Succeed())
+	g.Expect(read.Spec.Template).To(BeNil())
+	g.Expect(read.Annotations).To(Equal(map[string]string{"team": "a"}))
+
+	// With a template: the PodSet's own template is the one restored.
+	ps = unitPodSet(1)
+	ps.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+	ps.Annotations = map[string]string{cachedTemplateAnnotation: forged}
+	out, err = transform(ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	read = out.(*appv1alpha1.PodSet).DeepCopy()
+	g.Expect(RestoreTemplate(read)).To(Succeed())
+	g.Expect(read.Spec.Template.Spec.Containers[0].Image).To(Equal("web:1"))
+
+	// A PodSet read from the API server is left as it is; a damaged
+	// value is an error, not a template.
+	apiRead := unitPodSet(1)
+	g.Expect(RestoreTemplate(apiRead)).To(Succeed())
+	g.Expect(apiRead).To(Equal(unitPodSet(1)))
+	apiRead.Annotations = map[string]string{cachedTemplateAnnotation: forged}
+	g.Expect(RestoreTemplate(apiRead)).To(MatchError(ContainSubstring("the cached template is damaged")))
 }
 
 func TestCacheOptionsNamespaces(t *testing.T) {

@@ -127,3 +127,37 @@ func retainedBytes(n int, mk func() any) float64 {
 	runtime.KeepAlive(keep)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
+
+// BenchmarkReadCachedPodSet is what a reconcile pays to read a PodSet with
+// the chart-sized template from the cache: the client's copy, and the
+// template decoded back (podcache.RestoreTemplate); "decoded" is the copy
+// of a PodSet cached with its template decoded, for comparison.
+func BenchmarkReadCachedPodSet(b *testing.B) {
+	var transform func(any) (any, error)
+	for obj, byObject := range podcache.CacheOptions(nil, podcache.NewPodIndex(), nil, nil).ByObject {
+		if _, ok := obj.(*appv1alpha1.PodSet); ok {
+			transform = byObject.Transform
+		}
+	}
+	decoded := cachedPodSetFixture(realisticTemplate(), false)
+	out, err := transform(decoded.DeepCopy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cached := out.(*appv1alpha1.PodSet)
+	b.Run("encoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ps := cached.DeepCopy()
+			if err := podcache.RestoreTemplate(ps); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = decoded.DeepCopy()
+		}
+	})
+}
