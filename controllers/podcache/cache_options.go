@@ -42,7 +42,10 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:         {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
+			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
+			// The PodSets' templates are kept encoded, and decoded in
+			// the copy each read makes: never read them without copies
+			// (UnsafeDisableDeepCopy) but for other fields.
 			&appv1alpha1.PodSet{}: {Transform: podSetTransform},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
@@ -85,10 +88,14 @@ func ClientOptions() client.Options {
 func podSetTransform(obj any) (any, error) {
 	ps, ok := obj.(*appv1alpha1.PodSet)
 	if !ok {
-		// A tombstone (cache.DeletedFinalStateUnknown): nothing to strip.
 		return obj, nil
 	}
-	ps.ManagedFields = nil
+	// Each write only when it changes something, as
+	// cache.TransformStripManagedFields does: the cached object is read
+	// concurrently once stored.
+	if ps.ManagedFields != nil {
+		ps.ManagedFields = nil
+	}
 	if _, ok := ps.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
 		delete(ps.Annotations, corev1.LastAppliedConfigAnnotation)
 		if len(ps.Annotations) == 0 {

@@ -1,6 +1,7 @@
 package podcache
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
 				*v = intstr.FromString(c.String(0))
 			}
 		},
-		func(f *metav1.FieldsV1, c randfill.Continue) { f.Raw = []byte(`{"f:metadata":{}}`) },
+		func(f *metav1.FieldsV1, _ randfill.Continue) { f.SetRawBytes([]byte(`{"f:metadata":{}}`)) },
 	)
 	for i := range 300 {
 		ps := &appv1alpha1.PodSet{}
@@ -160,6 +161,8 @@ func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
 		g.Expect(RestoreTemplate(read)).To(Succeed())
 
 		g.Expect(apiequality.Semantic.DeepEqual(read, want)).To(BeTrue(), "PodSet %d: the cached copy differs: %s", i, cmp.Diff(want, read))
+		// The same JSON, so the same revision hash and the same pods.
+		g.Expect(json.Marshal(read.Spec.Template)).To(MatchJSON(must(json.Marshal(want.Spec.Template))), "PodSet %d", i)
 		g.Expect(cached.Spec.Template).To(BeNil(), "restoring a copy leaves the cache as it is")
 	}
 }
@@ -207,13 +210,23 @@ func TestCachedTemplateAnnotationOfAUserIsNeverReadAsATemplate(t *testing.T) {
 	g.Expect(RestoreTemplate(read)).To(Succeed())
 	g.Expect(read.Spec.Template.Spec.Containers[0].Image).To(Equal("web:1"))
 
-	// A PodSet read from the API server is left as it is; a damaged
-	// value is an error, not a template.
+	// A PodSet read from the API server is left as it is, but for a
+	// user's annotation of that name.
 	apiRead := unitPodSet(1)
 	g.Expect(RestoreTemplate(apiRead)).To(Succeed())
 	g.Expect(apiRead).To(Equal(unitPodSet(1)))
-	apiRead.Annotations = map[string]string{cachedTemplateAnnotation: forged}
-	g.Expect(RestoreTemplate(apiRead)).To(MatchError(ContainSubstring("the cached template is damaged")))
+	apiRead.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+	apiRead.Annotations = map[string]string{cachedTemplateAnnotation: forged, "team": "a"}
+	g.Expect(RestoreTemplate(apiRead)).To(Succeed())
+	g.Expect(apiRead.Spec.Template.Spec.Containers[0].Image).To(Equal("web:1"))
+	g.Expect(apiRead.Annotations).To(Equal(map[string]string{"team": "a"}))
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func TestCacheOptionsNamespaces(t *testing.T) {

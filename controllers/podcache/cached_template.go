@@ -22,9 +22,9 @@ const cachedTemplateAnnotation = "cache.podset-operator.app.example.com/template
 // cachedTemplateSeal starts each value encodeTemplate writes, with a
 // checksum: random for each process, so that a value the cache holds is
 // known to be this process's own. A user's annotation of the same name
-// (nothing stops one) is dropped from the cache, never read as a template;
-// and a PodSet transformed twice (the informer may, on a relist) keeps its
-// template.
+// (nothing stops one) is dropped, never read as a template; and a PodSet
+// transformed twice keeps its template (client-go transforms each object
+// once, but nothing here depends on it).
 var cachedTemplateSeal = func() string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
@@ -54,7 +54,7 @@ func encodeTemplate(ps *appv1alpha1.PodSet) {
 		delete(ps.Annotations, cachedTemplateAnnotation)
 	}
 	if ps.Spec.Template == nil {
-		if len(ps.Annotations) == 0 {
+		if ps.Annotations != nil && len(ps.Annotations) == 0 {
 			ps.Annotations = nil
 		}
 		return
@@ -78,22 +78,23 @@ func sealed(v string) bool {
 
 // RestoreTemplate decodes the spec.template that the cache keeps encoded
 // back into a PodSet read from the cache (a copy: the client's reads
-// copy), and removes the annotation that held it. A PodSet read from the
-// API server, or with the short form, is left as it is.
+// copy; never the cached object itself), and removes the annotation that
+// held it. A PodSet read from the API server, or with the short form, is
+// left as it is, but for a user's annotation of that name, which is
+// dropped.
 func RestoreTemplate(ps *appv1alpha1.PodSet) error {
 	v, ok := ps.Annotations[cachedTemplateAnnotation]
 	if !ok {
 		return nil
 	}
-	if !sealed(v) {
-		return fmt.Errorf("PodSet %s/%s: the cached template is damaged", ps.Namespace, ps.Name)
+	if sealed(v) {
+		_, raw, _ := strings.Cut(v, ":")
+		template := &corev1.PodTemplateSpec{}
+		if err := utiljson.UnmarshalCaseSensitivePreserveInts([]byte(raw), template); err != nil {
+			return fmt.Errorf("PodSet %s/%s: decoding the cached template: %w", ps.Namespace, ps.Name, err)
+		}
+		ps.Spec.Template = template
 	}
-	_, raw, _ := strings.Cut(v, ":")
-	template := &corev1.PodTemplateSpec{}
-	if err := utiljson.UnmarshalCaseSensitivePreserveInts([]byte(raw), template); err != nil {
-		return fmt.Errorf("PodSet %s/%s: decoding the cached template: %w", ps.Namespace, ps.Name, err)
-	}
-	ps.Spec.Template = template
 	delete(ps.Annotations, cachedTemplateAnnotation)
 	if len(ps.Annotations) == 0 {
 		ps.Annotations = nil

@@ -125,7 +125,7 @@ func retainedBytes(n int, mk func() any) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(keep)
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }
 
 // BenchmarkReadCachedPodSet is what a reconcile pays to read a PodSet with
