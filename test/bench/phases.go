@@ -154,8 +154,8 @@ func (b *bench) ownerPhase(ctx context.Context, kind string, s shape, run int, f
 		res.Error = err.Error()
 		logf("%s %s run %d: ERROR %v", kind, s, run, err)
 	} else {
-		logf("%s %s run %d: owners written %.2fs created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) status %.2fs down %.2fs (pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms; APF (%s) %d requests, %d queued over 5 ms, %.2fs waited in all, %d rejected",
-			kind, s, run, res.OwnersCreatedS, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.PodStartupP50S, res.PodStartupP99S, res.StatusS, res.ScaleDownS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
+		logf("%s %s run %d: owners written %.2fs created %.2fs bound %.2fs ready %.2fs (per pod p50 %.2fs p99 %.2fs) status %.2fs down %.2fs (owners scaled %.2fs, pods %.2fs, status %.2fs); max live %d, created %d; writes/pod %.3f; CPU %.1fs (kube-apiserver %.1fs, etcd+scheduler+kwok %.1fs); RSS %.0f MiB; queue wait/reconcile up %.0f/%.0f ms, down %.0f/%.0f ms; APF (%s) %d requests, %d queued over 5 ms, %.2fs waited in all, %d rejected",
+			kind, s, run, res.OwnersCreatedS, res.AllCreatedS, res.AllBoundS, res.AllReadyS, res.PodStartupP50S, res.PodStartupP99S, res.StatusS, res.ScaleDownS, res.OwnersScaledS, res.ScaleDownPodsS, res.ScaleDownStatusS, res.MaxLive, res.Created, res.WritesPerPod, res.ControllerCPUS, res.APIServerCPUS, res.NodesCPUS, res.OperatorPeakRSSMiB,
 			res.QueueWaitUpMs, res.ReconcileUpMs, res.QueueWaitDownMs, res.ReconcileDownMs, res.APFFlowSchema, res.APFRequests, res.APFQueued, res.APFWaitS, res.APFRejected)
 	}
 	if err := b.endPhase(ctx, ns); err != nil && res.Error == "" {
@@ -282,6 +282,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 	if err := driver.scale(ctx, ns, res.Owners, down, width); err != nil {
 		return fmt.Errorf("scaling owners down: %w", err)
 	}
+	res.OwnersScaledS = secs(time.Since(start))
 	if err := waitUntil(ctx, b.opts.phaseTimeout, b.opts.stallTimeout, "scale-down", func() bool {
 		return pw.counts().liveReached > 0 && ow.caughtUpAfter() > 0
 	}, pw, ow); err != nil {

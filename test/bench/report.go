@@ -47,6 +47,10 @@ type phaseResult struct {
 	// target, and until the status says so (ScaleDownS is the later).
 	ScaleDownPodsS   float64 `json:"scaleDownPodsSeconds,omitempty"`
 	ScaleDownStatusS float64 `json:"scaleDownStatusSeconds,omitempty"`
+	// OwnersScaledS is when the benchmark's last scale patch returned: the
+	// client-side part of the scale-down, as OwnersCreatedS is of the
+	// scale-up.
+	OwnersScaledS float64 `json:"ownersScaledSeconds,omitempty"`
 
 	// The scale-up per owner (traceOwners): from the owner's first sight
 	// to its first pod's, and from its first pod to its last; medians and
@@ -220,6 +224,7 @@ var figures = []struct {
 	{"all pods Ready (s)", func(p phaseResult) float64 { return p.AllReadyS }, true, true},
 	{"status caught up (s)", func(p phaseResult) float64 { return p.StatusS }, true, false},
 	{"scale down by half (s)", func(p phaseResult) float64 { return p.ScaleDownS }, true, true},
+	{"scale down: owners scaled by the client (s)", func(p phaseResult) float64 { return p.OwnersScaledS }, true, false},
 	{"scale down: pods left live reached (s)", func(p phaseResult) float64 { return p.ScaleDownPodsS }, true, true},
 	{"scale down: status caught up (s)", func(p phaseResult) float64 { return p.ScaleDownStatusS }, true, false},
 	{"per pod: created to Ready, p50 (s)", func(p phaseResult) float64 { return p.PodStartupP50S }, true, true},
