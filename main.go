@@ -32,6 +32,7 @@ import (
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/internal/admission"
 	"github.com/example/podset-operator/internal/analysisconfig"
 	"github.com/example/podset-operator/internal/metricsauth"
@@ -219,6 +220,11 @@ func main() {
 		os.Exit(1)
 	}
 	setupLog.Info("canary analysis", "prometheus", analysisCfg.String())
+	podsREST, err := podwrites.NewPodsREST(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		setupLog.Error(err, "unable to create the pods' REST client")
+		os.Exit(1)
+	}
 	if err := (&controllers.PodSetReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -233,6 +239,7 @@ func main() {
 		StatusWriteInterval:     statusWriteInterval,
 		PodEventBatchPeriod:     podEventBatchPeriod,
 		Fence:                   fence,
+		PodsREST:                podsREST,
 		AnalysisQuerier:         analysisQuerier,
 		AnalysisQuerySlots:      analysisCfg.QuerySlots,
 		AnalysisNamespaceLabel:  analysisCfg.NamespaceLabel,

@@ -189,6 +189,56 @@ func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g.Expect(r.Expectations.Lagging(key)).To(BeFalse(), "the answers restart the wait for the events")
 }
 
+// Deletes whose answers carry the version of their events are waited for
+// while the pod watch still delivers older events: those are late, not lost,
+// and the PodSet does not list its pods from the API server for them. A
+// delete that returned no version lags as soon as its events are late.
+func TestDeletionsBehindALiveWatchAreNotCheckedAgainstTheAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version string
+		lagging bool
+	}{
+		{"the deletes returned their versions", "500", false},
+		{"the deletes returned no version", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ps := unitPodSet(2)
+			pods := ownedPods(ps, 5)
+			lists := &countingReader{}
+			r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
+			lists.Reader = c
+			clock := time.Now()
+			r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+			b := startBackground(t, r)
+			interceptPodWrites(r, podControlFuncs{delete: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
+				if err := next.DeletePod(ctx, pod); err != nil {
+					return err
+				}
+				pod.ResourceVersion = tc.version
+				return nil
+			}})
+
+			g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+			b.Wait() // the deletes were answered
+			// Long after, the watch still delivers, but older events.
+			clock = clock.Add(2 * ExpectationsLagThreshold)
+			r.Expectations.PodEventSeen(ps.Namespace, "400")
+			key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
+			g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the deletions are still awaited")
+			g.Expect(r.Expectations.Lagging(key)).To(Equal(tc.lagging))
+
+			g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
+			if tc.lagging {
+				g.Expect(lists.lists.Load()).To(BeNumerically(">", 0), "lagging deletions, and no check of the cache")
+			} else {
+				g.Expect(lists.lists.Load()).To(BeZero(), "the API server's pods were listed for events still on their way")
+			}
+		})
+	}
+}
+
 // countingReader counts the pod lists read through it.
 type countingReader struct {
 	client.Reader

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,6 +73,10 @@ type PodSetReconciler struct {
 	// Fence, when set, stops a leader that was paused from acting until it
 	// has renewed its lease (see leaderfence.Fence).
 	Fence *leaderfence.Fence
+	// PodsREST sends the pod deletes, so that each returns the version of
+	// its deletion (podwrites.NewPodsREST, APIPodControl.Pods); when nil
+	// they go through Client and return none.
+	PodsREST rest.Interface
 
 	// podWrites, when set, creates and deletes the pods instead of Client
 	// and Fence: a unit test's stand-in for the API server's answers,
@@ -203,7 +208,7 @@ func (r *PodSetReconciler) podControl() podwrites.PodControl {
 	if r.podWrites != nil {
 		return r.podWrites
 	}
-	return podwrites.APIPodControl{Client: r.Client, Fence: r.Fence}
+	return podwrites.APIPodControl{Client: r.Client, Pods: r.PodsREST, Fence: r.Fence}
 }
 
 // maxEventNote is the longest note the events.k8s.io API accepts.

@@ -370,7 +370,8 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 		}
 		wg.Go(func() {
 			defer r.podWriteSlots.Give()
-			err := r.podControl().DeletePod(send, pod.MetadataOnly())
+			victim := pod.MetadataOnly()
+			err := r.podControl().DeletePod(send, victim)
 			if (err == nil || apierrors.IsNotFound(err)) && freed != nil {
 				freed()
 			}
@@ -379,6 +380,7 @@ func (r *PodSetReconciler) sendDeletes(ctx, send context.Context, ps *appv1alpha
 			switch {
 			case err == nil:
 				deleted++
+				r.Expectations.DeletionReturned(key, victim.ResourceVersion)
 				metrics.PodDeletes.WithLabelValues("deleted").Inc()
 			case apierrors.IsNotFound(err):
 				// Already gone: its event may have come before we expected it.

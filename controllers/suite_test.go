@@ -21,6 +21,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -32,6 +33,7 @@ import (
 	"github.com/example/podset-operator/controllers/inplace"
 	"github.com/example/podset-operator/controllers/metrics"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/podwrites"
 	"github.com/example/podset-operator/internal/resizerules"
 )
 
@@ -51,6 +53,8 @@ var (
 	suiteCache client.Reader
 	// suiteClient is the suite manager's client, as the reconciler has it.
 	suiteClient client.Client
+	// suitePodsREST sends the suite reconciler's pod deletes.
+	suitePodsREST rest.Interface
 	// integration is false when no kube-apiserver and etcd were found; the
 	// unit tests run, and every integration test fails saying so.
 	integration bool
@@ -132,6 +136,11 @@ func runSuite(m *testing.M) int {
 	}
 	suiteCache = mgr.GetCache()
 	suiteClient = mgr.GetClient()
+	suitePodsREST, err = podwrites.NewPodsREST(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pods' REST client: %v\n", err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := (&PodSetReconciler{
@@ -146,6 +155,7 @@ func runSuite(m *testing.M) int {
 		MaxConcurrentReconciles: 5,
 		StatusWriteInterval:     DefaultStatusWriteInterval,
 		PodEventBatchPeriod:     DefaultPodEventBatchPeriod,
+		PodsREST:                suitePodsREST,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		fmt.Fprintf(os.Stderr, "controller: %v\n", err)
 		return 1

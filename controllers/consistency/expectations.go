@@ -67,6 +67,11 @@ type expectation struct {
 	// createdVersion is the newest resourceVersion the step's creates
 	// returned (CreationReturned).
 	createdVersion string
+	// deletedVersion is the newest resourceVersion the step's deletes
+	// returned (DeletionReturned); unversioned is set when one returned
+	// none.
+	deletedVersion string
+	unversioned    bool
 }
 
 // pending reports whether some expected write has not been observed yet.
@@ -220,6 +225,24 @@ func (e *Expectations) CreationReturned(key, version string) {
 	}
 }
 
+// DeletionReturned records the resourceVersion a pod delete of key's step
+// returned: the version of the deletion's last event (the pod marked for
+// graceful deletion, or removed). An empty version (a delete whose
+// answer was not read) makes the step's events lag as soon as they are
+// late (see eventsOnTheirWayLocked).
+func (e *Expectations) DeletionReturned(key, version string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.items[key]
+	switch {
+	case !ok:
+	case version == "":
+		exp.unversioned = true
+	case NewerVersion(version, exp.deletedVersion):
+		exp.deletedVersion = version
+	}
+}
+
 // PodEventSeen records that the pod informer delivered an event of a pod of
 // namespace at version.
 func (e *Expectations) PodEventSeen(namespace, version string) {
@@ -265,10 +288,10 @@ func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time
 
 // eventsOnTheirWayLocked reports whether the events key waits for are only
 // late, not lost, so that checking its cache against the API server would
-// gain nothing: the PodSet waits for creations only, each returned its
+// gain nothing: each creation and deletion it waits for returned its
 // resourceVersion, and the pod watch of its namespace is alive (it
 // delivered an event within Timeouts.LagThreshold) but has not yet
-// delivered one as new as the newest creation. A watch delivers in the
+// delivered one as new as the newest of them. A watch delivers in the
 // order of resourceVersions, so those events are still to come in it.
 //
 // On two busy cores the operator's pod informer fell hundreds of events
@@ -281,12 +304,17 @@ func (e *Expectations) laggingLocked(key string, exp *expectation, now time.Time
 // deleted meanwhile delivers newer versions without it: both still count
 // as lagging.
 func (e *Expectations) eventsOnTheirWayLocked(key string, exp *expectation, now time.Time) bool {
-	if exp.deletions.Len() > 0 || exp.createdVersion == "" || !exp.uncertainUntil.IsZero() {
+	if !exp.uncertainUntil.IsZero() || exp.unversioned ||
+		(exp.creations > 0 && exp.createdVersion == "") || (exp.deletions.Len() > 0 && exp.deletedVersion == "") {
 		return false
+	}
+	newest := exp.createdVersion
+	if NewerVersion(exp.deletedVersion, newest) {
+		newest = exp.deletedVersion
 	}
 	namespace, _, _ := strings.Cut(key, "/")
 	w, ok := e.watches[namespace]
-	return ok && now.Sub(w.at) < e.timeouts.LagThreshold && NewerVersion(exp.createdVersion, w.resourceVersion)
+	return ok && now.Sub(w.at) < e.timeouts.LagThreshold && NewerVersion(newest, w.resourceVersion)
 }
 
 // TakeLagging returns the keys that have become Lagging since they were

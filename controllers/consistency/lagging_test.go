@@ -77,14 +77,15 @@ func TestExpectationsTakeLaggingReportsEachLagOnce(t *testing.T) {
 	g.Expect(e.TakeLagging()).To(ConsistOf(expKey), "a new lag after progress")
 }
 
-// Creations whose events are behind a pod watch that still delivers are
-// late, not lost: the watch delivers in the order of resourceVersions, so
-// they are still to come, and a check against the API server would only
-// load it (the memory scenario's PodSets listed their thousand pods every
-// second that way). A watch that fell silent, or that delivered a newer
-// version without them, lags as before; so do deletions, which return no
-// version.
-func TestExpectationsCreationsBehindALiveWatchDoNotLag(t *testing.T) {
+// Creations and deletions whose events are behind a pod watch that still
+// delivers are late, not lost: the watch delivers in the order of
+// resourceVersions, so they are still to come, and a check against the API
+// server would only load it (the memory scenario's PodSets listed their
+// thousand pods every second that way, and a scale-down of a hundred
+// PodSets checked some forty of them). A watch that fell silent, or that
+// delivered a newer version without them, lags as before; so does a write
+// that returned no version.
+func TestExpectationsWritesBehindALiveWatchDoNotLag(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		steps   func(e *Expectations, advance func(time.Duration))
@@ -139,15 +140,64 @@ func TestExpectationsCreationsBehindALiveWatchDoNotLag(t *testing.T) {
 		})
 	}
 
-	t.Run("deletions awaited: they return no version", func(t *testing.T) {
-		g := NewWithT(t)
-		clock := time.Unix(1000, 0)
-		e := newTestExpectations(testTimeouts.Expectations)
-		e.now = func() time.Time { return clock }
-		e.Expect(expKey, 1, []types.UID{"a"})
-		e.CreationReturned(expKey, "200")
-		clock = clock.Add(5 * time.Second)
-		e.PodEventSeen("ns", "150")
-		g.Expect(e.Lagging(expKey)).To(BeTrue())
-	})
+	// Each case awaits two deletions, and creations as many as it says.
+	for _, tc := range []struct {
+		name      string
+		creations int
+		steps     func(e *Expectations, advance func(time.Duration))
+		lagging   bool
+	}{
+		{"deletions behind a live watch: on their way", 0, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, false},
+		{"deletions: the watch delivered a newer version without them: lost", 0, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "201")
+		}, true},
+		{"the newest deletion counts", 0, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "300")
+			e.DeletionReturned(expKey, "200")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "250")
+		}, false},
+		{"a delete that returned no version", 0, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "200")
+			e.DeletionReturned(expKey, "")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, true},
+		{"no delete returned a version", 0, func(e *Expectations, advance func(time.Duration)) {
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "150")
+		}, true},
+		{"deletions: the watch fell silent", 0, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "200")
+			e.PodEventSeen("ns", "150")
+			advance(testTimeouts.LagThreshold)
+		}, true},
+		{"creations and deletions: the newest of both", 1, func(e *Expectations, advance func(time.Duration)) {
+			e.CreationReturned(expKey, "200")
+			e.DeletionReturned(expKey, "300")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "250")
+		}, false},
+		{"creations and deletions: the creations returned no version", 1, func(e *Expectations, advance func(time.Duration)) {
+			e.DeletionReturned(expKey, "300")
+			advance(5 * time.Second)
+			e.PodEventSeen("ns", "250")
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			clock := time.Unix(1000, 0)
+			e := newTestExpectations(testTimeouts.Expectations)
+			e.now = func() time.Time { return clock }
+			e.Expect(expKey, tc.creations, []types.UID{"a", "b"})
+			tc.steps(e, func(d time.Duration) { clock = clock.Add(d) })
+			g.Expect(e.Lagging(expKey)).To(Equal(tc.lagging))
+		})
+	}
 }

@@ -1,7 +1,12 @@
 package podwrites_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -10,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	restfake "k8s.io/client-go/rest/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -76,4 +83,67 @@ func TestAPIPodControlAsksTheFence(t *testing.T) {
 	g.Expect(c.List(ctx, &pods)).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))
 	g.Expect(pods.Items[0].Name).To(Equal("web-a"))
+}
+
+// With Pods set, a delete goes through it: named by the pod's UID, and the
+// answer's version (the deletion's) is written back to the pod.
+func TestAPIPodControlDeleteReturnsTheDeletionsVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	answer := pod("uid-1")
+	answer.ResourceVersion = "42"
+	var (
+		sent     *http.Request
+		sentBody []byte
+	)
+	pods := &restfake.RESTClient{
+		GroupVersion:         corev1.SchemeGroupVersion,
+		VersionedAPIPath:     "/api/v1",
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+		Client: restfake.CreateHTTPClient(func(r *http.Request) (*http.Response, error) {
+			sent = r
+			sentBody, _ = io.ReadAll(r.Body)
+			body, err := json.Marshal(answer)
+			if err != nil {
+				return nil, err
+			}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(body))}, nil
+		}),
+	}
+	pc := podwrites.APIPodControl{Client: fake.NewClientBuilder().Build(), Pods: pods}
+
+	victim := pod("uid-1")
+	g.Expect(pc.DeletePod(ctx, victim)).To(Succeed())
+	g.Expect(sent.Method).To(Equal(http.MethodDelete))
+	g.Expect(sent.URL.Path).To(Equal("/api/v1/namespaces/ns/pods/web-a"))
+	var opts metav1.DeleteOptions
+	g.Expect(json.Unmarshal(sentBody, &opts)).To(Succeed())
+	g.Expect(opts.Preconditions).NotTo(BeNil())
+	g.Expect(opts.Preconditions.UID).To(HaveValue(Equal(types.UID("uid-1"))))
+	g.Expect(victim.ResourceVersion).To(Equal("42"))
+}
+
+// A refused delete (a namesake replaced the pod) fails, and leaves the pod
+// without a version.
+func TestAPIPodControlRefusedDeleteReturnsNoVersion(t *testing.T) {
+	g := NewWithT(t)
+	pods := &restfake.RESTClient{
+		GroupVersion:         corev1.SchemeGroupVersion,
+		VersionedAPIPath:     "/api/v1",
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+		Client: restfake.CreateHTTPClient(func(r *http.Request) (*http.Response, error) {
+			status := apierrors.NewConflict(corev1.Resource("pods"), "web-a", errors.New("precondition failed: UID in precondition: uid-1, UID in object meta: uid-2")).ErrStatus
+			body, err := json.Marshal(&status)
+			if err != nil {
+				return nil, err
+			}
+			return &http.Response{StatusCode: http.StatusConflict, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(body))}, nil
+		}),
+	}
+	pc := podwrites.APIPodControl{Client: fake.NewClientBuilder().Build(), Pods: pods}
+
+	victim := pod("uid-1")
+	err := pc.DeletePod(context.Background(), victim)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(victim.ResourceVersion).To(BeEmpty())
 }
