@@ -3,6 +3,7 @@ package podcache
 import (
 	"slices"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 		}
 		return informer
 	}
+	templates := newSharedTemplates()
 	opts := cache.Options{
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -46,10 +48,10 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 			// The PodSets' templates are kept encoded, and decoded in
 			// the copy each read makes: never read them without copies
 			// (UnsafeDisableDeepCopy) but for other fields.
-			&appv1alpha1.PodSet{}: {Transform: podSetTransform},
+			&appv1alpha1.PodSet{}: {Transform: podSetTransform(templates)},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
-			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector()},
+			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector(), Transform: revisionTransform(templates)},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -81,15 +83,23 @@ func ClientOptions() client.Options {
 //
 // It also keeps spec.template encoded (encodeTemplate): decoded, a
 // chart-sized template is about four times its JSON, and one is cached for
-// every PodSet, however many pods it has. Reconcile decodes it again
+// every PodSet, however many pods it has. Encoded, it is one copy with the
+// data of the PodSet's revision (sharedTemplates). Reconcile decodes it again
 // (RestoreTemplate) right after reading the PodSet; nothing else
 // reads a cached PodSet's template. Everything else is kept
 // (TestPodSetTransformKeepsEveryOtherField).
-func podSetTransform(obj any) (any, error) {
-	ps, ok := obj.(*appv1alpha1.PodSet)
-	if !ok {
-		return obj, nil
+func podSetTransform(templates *sharedTemplates) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		ps, ok := obj.(*appv1alpha1.PodSet)
+		if !ok {
+			return obj, nil
+		}
+		transformPodSet(ps, templates)
+		return ps, nil
 	}
+}
+
+func transformPodSet(ps *appv1alpha1.PodSet, templates *sharedTemplates) {
 	// Each write only when it changes something, as
 	// cache.TransformStripManagedFields does: the cached object is read
 	// concurrently once stored.
@@ -102,8 +112,26 @@ func podSetTransform(obj any) (any, error) {
 			ps.Annotations = nil
 		}
 	}
-	encodeTemplate(ps)
-	return ps, nil
+	encodeTemplate(ps, templates)
+}
+
+// revisionTransform is the transform of cached ControllerRevisions: it
+// drops managedFields, as for every cached object, and makes the
+// revision's data the shared copy of those bytes, which the PodSets that
+// run the revision hold too (encodeTemplate).
+func revisionTransform(templates *sharedTemplates) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		cr, ok := obj.(*appsv1.ControllerRevision)
+		if err != nil || !ok || len(cr.Data.Raw) == 0 {
+			return obj, err
+		}
+		if shared := templates.share(cr.Data.Raw); unsafe.StringData(shared) != unsafe.SliceData(cr.Data.Raw) {
+			cr.Data.Raw = bytesOf(shared)
+		}
+		return cr, nil
+	}
 }
 
 // newPodTransform is the transform of cached pods: slimPod, then the pod's

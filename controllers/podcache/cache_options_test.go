@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -17,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/randfill"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/operand/operandtest"
+	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
@@ -163,6 +166,12 @@ func TestPodSetTransformKeepsEveryOtherField(t *testing.T) {
 		g.Expect(apiequality.Semantic.DeepEqual(read, want)).To(BeTrue(), "PodSet %d: the cached copy differs: %s", i, cmp.Diff(want, read))
 		// The same JSON, so the same revision hash and the same pods.
 		g.Expect(json.Marshal(read.Spec.Template)).To(MatchJSON(must(json.Marshal(want.Spec.Template))), "PodSet %d", i)
+		if want.Spec.Template != nil {
+			// The bytes of its revision's data, which it shares.
+			data, err := revision.Encode(revision.Template{Template: want.Spec.Template})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cached.Annotations[cachedTemplateAnnotation]).To(Equal(string(data.Raw)), "PodSet %d", i)
+		}
 		g.Expect(cached.Spec.Template).To(BeNil(), "restoring a copy leaves the cache as it is")
 	}
 }
@@ -188,11 +197,11 @@ func TestCachedTemplateSurvivesASecondTransform(t *testing.T) {
 func TestCachedTemplateAnnotationOfAUserIsNeverReadAsATemplate(t *testing.T) {
 	g := NewWithT(t)
 	transform := podSetCacheOf(CacheOptions(nil, NewPodIndex(), nil, nil)).Transform
-	forged := `0123456789abcdef:{"spec":{"containers":[{"name":"evil","image":"evil"}]}}`
+	forged := `{"template":{"spec":{"containers":[{"name":"evil","image":"evil"}]}}}`
 
 	// The short form with the annotation set by hand: no template appears.
 	ps := unitPodSet(1)
-	ps.Annotations = map[string]string{cachedTemplateAnnotation: forged, "team": "a"}
+	ps.Annotations = map[string]string{cachedTemplateAnnotation: forged, cachedTemplateSealAnnotation: "0123456789abcdef", "team": "a"}
 	out, err := transform(ps)
 	g.Expect(err).NotTo(HaveOccurred())
 	read := out.(*appv1alpha1.PodSet).DeepCopy()
@@ -216,10 +225,99 @@ func TestCachedTemplateAnnotationOfAUserIsNeverReadAsATemplate(t *testing.T) {
 	g.Expect(RestoreTemplate(apiRead)).To(Succeed())
 	g.Expect(apiRead).To(Equal(unitPodSet(1)))
 	apiRead.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
-	apiRead.Annotations = map[string]string{cachedTemplateAnnotation: forged, "team": "a"}
+	apiRead.Annotations = map[string]string{cachedTemplateAnnotation: forged, cachedTemplateSealAnnotation: "0123456789abcdef", "team": "a"}
 	g.Expect(RestoreTemplate(apiRead)).To(Succeed())
 	g.Expect(apiRead.Spec.Template.Spec.Containers[0].Image).To(Equal("web:1"))
 	g.Expect(apiRead.Annotations).To(Equal(map[string]string{"team": "a"}))
+}
+
+// A cached PodSet and the cached revision it runs hold one copy of the
+// template: the PodSet's encoded template is the revision's data, byte for
+// byte (as revision.Encode writes it), for a template as the API server
+// sends it.
+func TestCachedPodSetSharesItsTemplateWithItsRevision(t *testing.T) {
+	g := NewWithT(t)
+	opts := CacheOptions(nil, NewPodIndex(), nil, nil)
+	var podSets, revisions toolscache.TransformFunc
+	for obj, byObject := range opts.ByObject {
+		switch obj.(type) {
+		case *appv1alpha1.PodSet:
+			podSets = byObject.Transform
+		case *appsv1.ControllerRevision:
+			revisions = byObject.Transform
+		}
+	}
+	g.Expect(podSets).NotTo(BeNil())
+	g.Expect(revisions).NotTo(BeNil())
+
+	// As the API server sends it: decoded from its JSON.
+	written := unitPodSet(3)
+	written.Spec.Template = chartLikeTemplate()
+	ps := &appv1alpha1.PodSet{}
+	g.Expect(json.Unmarshal(must(json.Marshal(written)), ps)).To(Succeed())
+	data, err := revision.Encode(operand.TemplateOf(ps))
+	g.Expect(err).NotTo(HaveOccurred())
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1"}, Data: data, Revision: 1}
+	cr.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "manager"}}
+
+	out, err := revisions(cr)
+	g.Expect(err).NotTo(HaveOccurred())
+	cachedRevision := out.(*appsv1.ControllerRevision)
+	g.Expect(cachedRevision.ManagedFields).To(BeNil())
+	out, err = podSets(ps.DeepCopy())
+	g.Expect(err).NotTo(HaveOccurred())
+	cachedPodSet := out.(*appv1alpha1.PodSet)
+
+	encoded := cachedPodSet.Annotations[cachedTemplateAnnotation]
+	g.Expect(encoded).To(Equal(string(data.Raw)), "the PodSet's template is not its revision's data")
+	g.Expect(unsafe.StringData(encoded)).To(BeIdenticalTo(unsafe.SliceData(cachedRevision.Data.Raw)), "two copies of one template")
+	decoded, err := revision.Decode(cachedRevision)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(apiequality.Semantic.DeepEqual(decoded, operand.TemplateOf(ps))).To(BeTrue(), "the cached revision reads as another template")
+	read := cachedPodSet.DeepCopy()
+	g.Expect(RestoreTemplate(read)).To(Succeed())
+	g.Expect(apiequality.Semantic.DeepEqual(read, ps)).To(BeTrue(), "%s", cmp.Diff(ps, read))
+
+	// A second transform of the revision keeps the shared copy.
+	again, err := revisions(cachedRevision)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unsafe.SliceData(again.(*appsv1.ControllerRevision).Data.Raw)).To(BeIdenticalTo(unsafe.StringData(encoded)))
+}
+
+// chartLikeTemplate is a pod template of the kind a Helm chart renders:
+// two containers, probes on named ports, env from fields and a ConfigMap,
+// volumes, resources.
+func chartLikeTemplate() *corev1.PodTemplateSpec {
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
+			PeriodSeconds: 10, FailureThreshold: 3}
+	}
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "web", "app.kubernetes.io/instance": "web"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true", "checksum/config": "0123456789abcdef"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "web", Image: "registry.example.com/web:1.2.3",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
+				Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "LOG_LEVEL", Value: "info"}},
+				EnvFrom:        []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+				ReadinessProbe: probe("/ready"), LivenessProbe: probe("/healthz"),
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/web"}, {Name: "tmp", MountPath: "/tmp"}},
+			}, {
+				Name: "sidecar", Image: "registry.example.com/proxy:2.0",
+				Args: []string{"--upstream=http://127.0.0.1:8080", "--port=8443"},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+		},
+	}
 }
 
 func must(b []byte, err error) []byte {

@@ -61,7 +61,7 @@ func TestEqualPartsOfPodsAreSharedAndUnchanged(t *testing.T) {
 	g.Expect(same(a.Status.Conditions, b.Status.Conditions)).To(BeTrue(), "conditions")
 	g.Expect(same(a.Status.ContainerStatuses, b.Status.ContainerStatuses)).To(BeTrue(), "container statuses")
 	for _, s := range [][2]string{{a.Namespace, b.Namespace}, {a.GenerateName, b.GenerateName}, {a.Spec.NodeName, b.Spec.NodeName}, {string(a.Status.Phase), string(b.Status.Phase)}} {
-		g.Expect(unsafe.StringData(s[0])).To(Equal(unsafe.StringData(s[1])), "string %q", s[0])
+		g.Expect(unsafe.StringData(s[0])).To(BeIdenticalTo(unsafe.StringData(s[1])), "string %q", s[0])
 	}
 }
 

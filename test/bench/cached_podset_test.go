@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -14,14 +15,19 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/podcache"
+	"github.com/example/podset-operator/controllers/revision"
 )
 
 // BenchmarkCachedPodSet reports the heap that one PodSet holds in the
 // operator's cache (B/PodSet): its JSON as the API server sends it,
 // decoded as the informer decodes it and passed through the cache's
-// transform, with a status of ten pods; and (B/PodSet-untransformed) as
-// decoded, before the transform. Run it with -benchtime=1x:
+// transform, with a status of ten pods; (B/PodSet-untransformed) as
+// decoded, before the transform; and (B/PodSet+revision) with the
+// ControllerRevision it runs, both cached. Each PodSet's template is its
+// own (a label of its name), as two PodSets' templates are. Run it with
+// -benchtime=1x:
 //
 //	go test ./test/bench/ -run '^$' -bench CachedPodSet -benchtime=1x
 func BenchmarkCachedPodSet(b *testing.B) {
@@ -29,15 +35,21 @@ func BenchmarkCachedPodSet(b *testing.B) {
 	if err := appv1alpha1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
 	}
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
+	}
 	decoder := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme, jsonserializer.SerializerOptions{})
-	var transform func(any) (any, error)
+	var transform, revisionTransform func(any) (any, error)
 	for obj, byObject := range podcache.CacheOptions(nil, podcache.NewPodIndex(), nil, nil).ByObject {
-		if _, ok := obj.(*appv1alpha1.PodSet); ok {
+		switch obj.(type) {
+		case *appv1alpha1.PodSet:
 			transform = byObject.Transform
+		case *appsv1.ControllerRevision:
+			revisionTransform = byObject.Transform
 		}
 	}
-	if transform == nil {
-		b.Fatal("no transform of cached PodSets")
+	if transform == nil || revisionTransform == nil {
+		b.Fatal("no transform of cached PodSets or revisions")
 	}
 	for _, c := range []struct {
 		name      string
@@ -49,31 +61,61 @@ func BenchmarkCachedPodSet(b *testing.B) {
 		{name: "realistic-kubectl-apply", template: realisticTemplate(), kubectlCA: true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			raw, err := json.Marshal(cachedPodSetFixture(c.template, c.kubectlCA))
-			if err != nil {
-				b.Fatal(err)
+			n := 0
+			// The n-th PodSet and its revision, as the API server sends
+			// them.
+			fixture := func() (podSet, rev []byte) {
+				n++
+				ps := cachedPodSetFixture(c.template, c.kubectlCA)
+				if ps.Spec.Template != nil {
+					ps.Spec.Template.Labels = map[string]string{"app.kubernetes.io/instance": fmt.Sprintf("shop-web-%05d", n)}
+				}
+				data, err := revision.Encode(operand.TemplateOf(ps))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cr := &appsv1.ControllerRevision{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"},
+					ObjectMeta: metav1.ObjectMeta{Name: ps.Status.UpdateRevision, Namespace: ps.Namespace, Labels: map[string]string{appv1alpha1.LabelPodSet: ps.Name}},
+					Data:       data, Revision: 1,
+				}
+				return must(json.Marshal(ps)), must(json.Marshal(cr))
 			}
-			decode := func() any {
+			decode := func(raw []byte) any {
 				obj, _, err := decoder.Decode(raw, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				return obj
 			}
-			cached := func() any {
-				obj, err := transform(decode())
+			cache := func(transform func(any) (any, error), raw []byte) any {
+				obj, err := transform(decode(raw))
 				if err != nil {
 					b.Fatal(err)
 				}
 				return obj
 			}
-			var perPodSet, untransformed float64
-			for b.Loop() {
-				perPodSet, untransformed = retainedBytes(5000, cached), retainedBytes(5000, decode)
+			podSetOnly := func() any {
+				ps, _ := fixture()
+				return cache(transform, ps)
 			}
+			untransformed := func() any {
+				ps, _ := fixture()
+				return decode(ps)
+			}
+			withRevision := func() any {
+				ps, cr := fixture()
+				return [2]any{cache(transform, ps), cache(revisionTransform, cr)}
+			}
+			var perPodSet, perUntransformed, perPair float64
+			for b.Loop() {
+				perPodSet, perUntransformed, perPair = retainedBytes(5000, podSetOnly), retainedBytes(5000, untransformed), retainedBytes(5000, withRevision)
+			}
+			ps, _ := fixture()
 			b.ReportMetric(perPodSet, "B/PodSet")
-			b.ReportMetric(untransformed, "B/PodSet-untransformed")
-			b.ReportMetric(float64(len(raw)), "JSON-bytes")
+			b.ReportMetric(perUntransformed, "B/PodSet-untransformed")
+			b.ReportMetric(perPair, "B/PodSet+revision")
+			b.ReportMetric(float64(len(ps)), "JSON-bytes")
 		})
 	}
 }
