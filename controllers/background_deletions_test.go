@@ -164,19 +164,14 @@ func TestAFailedBackgroundDeleteIsReportedByTheNextReconcile(t *testing.T) {
 func TestACacheCheckWaitsForThePodSetsBackgroundDeletes(t *testing.T) {
 	g := NewWithT(t)
 	ps := unitPodSet(2)
-	pods := ownedPods(ps, 5)
-	lists := &countingReader{}
-	r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
-	lists.Reader = c
-	clock := time.Now()
-	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+	r, lists, clock := scaleDownWithCountedLists(t, ps)
 	startBackground(t, r)
 	held := holdDeletes(t, r)
 
 	g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 	g.Eventually(held.sent.Load).Should(BeEquivalentTo(3))
 	// The deletes take long enough for their events to count as lagging.
-	clock = clock.Add(ExpectationsLagThreshold)
+	*clock = clock.Add(ExpectationsLagThreshold)
 	key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 	g.Expect(r.Expectations.Lagging(key)).To(BeTrue())
 
@@ -205,12 +200,7 @@ func TestDeletionsBehindALiveWatchAreNotCheckedAgainstTheAPIServer(t *testing.T)
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ps := unitPodSet(2)
-			pods := ownedPods(ps, 5)
-			lists := &countingReader{}
-			r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
-			lists.Reader = c
-			clock := time.Now()
-			r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+			r, lists, clock := scaleDownWithCountedLists(t, ps)
 			b := startBackground(t, r)
 			interceptPodWrites(r, podControlFuncs{delete: func(ctx context.Context, pod *corev1.Pod, next podwrites.PodControl) error {
 				if err := next.DeletePod(ctx, pod); err != nil {
@@ -223,7 +213,7 @@ func TestDeletionsBehindALiveWatchAreNotCheckedAgainstTheAPIServer(t *testing.T)
 			g.Expect(reconcileReturns(g, r, ps)).To(Succeed())
 			b.Wait() // the deletes were answered
 			// Long after, the watch still delivers, but older events.
-			clock = clock.Add(2 * ExpectationsLagThreshold)
+			*clock = clock.Add(2 * ExpectationsLagThreshold)
 			r.Expectations.PodEventSeen(ps.Namespace, "400")
 			key := consistency.Key(ps.Namespace, ps.Name, ps.UID)
 			g.Expect(r.Expectations.ExpiresIn(key)).To(BeNumerically(">", 0), "the deletions are still awaited")
@@ -237,6 +227,19 @@ func TestDeletionsBehindALiveWatchAreNotCheckedAgainstTheAPIServer(t *testing.T)
 			}
 		})
 	}
+}
+
+// scaleDownWithCountedLists is a reconciler of ps (2 replicas) with 5 pods,
+// whose pod lists from the API server are counted, and whose expectations
+// read the time from the clock it returns.
+func scaleDownWithCountedLists(t *testing.T, ps *appv1alpha1.PodSet) (*PodSetReconciler, *countingReader, *time.Time) {
+	pods := ownedPods(ps, 5)
+	lists := &countingReader{}
+	r, c := unitReconciler(t, pods, lists, asObjects(ps, pods)...)
+	lists.Reader = c
+	clock := time.Now()
+	r.Expectations = newExpectations(consistency.WithClock(func() time.Time { return clock }))
+	return r, lists, &clock
 }
 
 // countingReader counts the pod lists read through it.

@@ -140,63 +140,49 @@ func TestExpectationsWritesBehindALiveWatchDoNotLag(t *testing.T) {
 		})
 	}
 
-	// Each case awaits two deletions, and creations as many as it says.
+	// Each case awaits two deletions, and a creation when created is set:
+	// the writes return their versions, and five seconds later the watch
+	// delivers seen (or, silent, delivered it at once and nothing since).
 	for _, tc := range []struct {
-		name      string
-		creations int
-		steps     func(e *Expectations, advance func(time.Duration))
-		lagging   bool
+		name    string
+		created string
+		deleted []string
+		seen    string
+		silent  bool
+		lagging bool
 	}{
-		{"deletions behind a live watch: on their way", 0, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "200")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "150")
-		}, false},
-		{"deletions: the watch delivered a newer version without them: lost", 0, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "200")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "201")
-		}, true},
-		{"the newest deletion counts", 0, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "300")
-			e.DeletionReturned(expKey, "200")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "250")
-		}, false},
-		{"a delete that returned no version", 0, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "200")
-			e.DeletionReturned(expKey, "")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "150")
-		}, true},
-		{"no delete returned a version", 0, func(e *Expectations, advance func(time.Duration)) {
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "150")
-		}, true},
-		{"deletions: the watch fell silent", 0, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "200")
-			e.PodEventSeen("ns", "150")
-			advance(testTimeouts.LagThreshold)
-		}, true},
-		{"creations and deletions: the newest of both", 1, func(e *Expectations, advance func(time.Duration)) {
-			e.CreationReturned(expKey, "200")
-			e.DeletionReturned(expKey, "300")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "250")
-		}, false},
-		{"creations and deletions: the creations returned no version", 1, func(e *Expectations, advance func(time.Duration)) {
-			e.DeletionReturned(expKey, "300")
-			advance(5 * time.Second)
-			e.PodEventSeen("ns", "250")
-		}, true},
+		{name: "deletions behind a live watch: on their way", deleted: []string{"200"}, seen: "150"},
+		{name: "deletions: the watch delivered a newer version without them: lost", deleted: []string{"200"}, seen: "201", lagging: true},
+		{name: "the newest deletion counts", deleted: []string{"300", "200"}, seen: "250"},
+		{name: "a delete that returned no version", deleted: []string{"200", ""}, seen: "150", lagging: true},
+		{name: "no delete returned a version", seen: "150", lagging: true},
+		{name: "deletions: the watch fell silent", deleted: []string{"200"}, seen: "150", silent: true, lagging: true},
+		{name: "creations and deletions: the newest of both", created: "200", deleted: []string{"300"}, seen: "250"},
+		{name: "creations and deletions: the creations returned no version", created: "-", deleted: []string{"300"}, seen: "250", lagging: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			clock := time.Unix(1000, 0)
 			e := newTestExpectations(testTimeouts.Expectations)
 			e.now = func() time.Time { return clock }
-			e.Expect(expKey, tc.creations, []types.UID{"a", "b"})
-			tc.steps(e, func(d time.Duration) { clock = clock.Add(d) })
+			creations := 0
+			if tc.created != "" {
+				creations = 1
+			}
+			e.Expect(expKey, creations, []types.UID{"a", "b"})
+			if tc.created != "" && tc.created != "-" {
+				e.CreationReturned(expKey, tc.created)
+			}
+			for _, v := range tc.deleted {
+				e.DeletionReturned(expKey, v)
+			}
+			if tc.silent {
+				e.PodEventSeen("ns", tc.seen)
+				clock = clock.Add(testTimeouts.LagThreshold)
+			} else {
+				clock = clock.Add(5 * time.Second)
+				e.PodEventSeen("ns", tc.seen)
+			}
 			g.Expect(e.Lagging(expKey)).To(Equal(tc.lagging))
 		})
 	}
