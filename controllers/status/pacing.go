@@ -28,8 +28,7 @@ func WriteCanWait(current, computed appv1alpha1.PodSetStatus, outcome Outcome) b
 // once rather than paced: it shows the PodSet settled (every wanted pod
 // exists, runs the wanted revision and is available, and no other pod is
 // live, or the rollout is paused there), which is what users and tools wait
-// for, unless the status already said so and only terminatingReplicas
-// changed (see onlyTerminatingChanged), or the ReplicaFailure condition changes, the progress deadline has
+// for, or the ReplicaFailure condition changes, the progress deadline has
 // just passed, a new revision or collision count must be recorded, or this
 // reconcile's scaling failed. A new PodSet's first revision is no news: it
 // is written with its first progress, paced like any other (a PodSet of one
@@ -41,7 +40,7 @@ func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, ou
 	progressing := meta.FindStatusCondition(computed.Conditions, appv1alpha1.ConditionProgressing)
 	settled := computed.Replicas == desired && computed.AvailableReplicas == desired &&
 		progressing != nil && (progressing.Reason == appv1alpha1.ReasonNewRevisionAvailable || progressing.Reason == appv1alpha1.ReasonPaused)
-	return (settled && !onlyTerminatingChanged(current, computed)) || outcome.Err != nil || replicaFailureFlips(current, computed) ||
+	return settled || outcome.Err != nil || replicaFailureFlips(current, computed) ||
 		DeadlineJustExceeded(current, computed) ||
 		(current.UpdateRevision != "" && computed.UpdateRevision != current.UpdateRevision) ||
 		!equality.Semantic.DeepEqual(computed.CollisionCount, current.CollisionCount) ||
@@ -53,24 +52,6 @@ func WriteIsUrgent(current, computed appv1alpha1.PodSetStatus, desired int32, ou
 		// resumes from what the status says. What a step waits for (its
 		// message, which counts pods) is paced as the counts are.
 		!equality.Semantic.DeepEqual(withoutMessage(computed.Canary), withoutMessage(current.Canary))
-}
-
-// onlyTerminatingChanged reports whether computed differs from current in
-// terminatingReplicas alone: pods that a written status already counted as
-// leaving have ended (or more have begun to). In a scale-down the status
-// that shows the PodSet settled is written as soon as the deleted pods are
-// seen terminating, and then each of them ending would be a write of its
-// own, the whole object's cost on the API server each time (at a PodSet of
-// ten scaled to five, half its status writes). Paced instead, they make one
-// write within an interval. Where the operator waits for terminating pods
-// (Recreate, TerminationComplete) their end is progress: LastProgressTime
-// changes with it, and the write stays urgent.
-func onlyTerminatingChanged(current, computed appv1alpha1.PodSetStatus) bool {
-	if computed.TerminatingReplicas == current.TerminatingReplicas {
-		return false
-	}
-	computed.TerminatingReplicas = current.TerminatingReplicas
-	return equality.Semantic.DeepEqual(computed, current)
 }
 
 func withoutMessage(c *appv1alpha1.CanaryStatus) *appv1alpha1.CanaryStatus {

@@ -45,10 +45,6 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		st.UpdateRevision = name
 		return st
 	}
-	terminating := func(st appv1alpha1.PodSetStatus, n int32) appv1alpha1.PodSetStatus {
-		st.TerminatingReplicas = n
-		return st
-	}
 	withCollisions := func(st appv1alpha1.PodSetStatus, n int32) appv1alpha1.PodSetStatus {
 		st.CollisionCount = &n
 		return st
@@ -78,11 +74,6 @@ func TestStatusWriteIsUrgent(t *testing.T) {
 		{"ready but not yet available", counts(3, 2, 2), counts(3, 3, 2), 3, Outcome{}, false},
 		{"pods still being created", counts(1, 0, 0), counts(2, 0, 0), 3, Outcome{}, false},
 		{"too many live pods, though all available", counts(5, 5, 5), counts(4, 4, 4), 3, Outcome{}, false},
-		{"settled, with the deleted pods terminating", counts(5, 5, 5, done), terminating(counts(3, 3, 3, done), 2), 3, Outcome{}, true},
-		{"settled already: only terminating pods ended", terminating(counts(3, 3, 3, done), 2), terminating(counts(3, 3, 3, done), 1), 3, Outcome{}, false},
-		{"settled already: the last terminating pod ended", terminating(counts(3, 3, 3, done), 1), counts(3, 3, 3, done), 3, Outcome{}, false},
-		{"terminating pods ended as the PodSet settles", terminating(counts(3, 3, 2, rolling), 2), counts(3, 3, 3, done), 3, Outcome{}, true},
-		{"terminating pods ended, and something else changed", terminating(counts(3, 3, 3, done), 2), withRevision(counts(3, 3, 3, done), "web-2"), 3, Outcome{}, true},
 		{"a failure starts", counts(1, 0, 0), counts(1, 0, 0, failing...), 3, Outcome{}, true},
 		{"a failure ends", counts(1, 0, 0, failing...), counts(2, 0, 0), 3, Outcome{}, true},
 		{"a failure goes on, in an earlier reconcile", counts(1, 0, 0, failing...), counts(2, 0, 0, failing...), 3, Outcome{}, false},
