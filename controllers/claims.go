@@ -62,7 +62,9 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 	}
 	// Read without copies: the cache holds only revisions with the
 	// managed-by label, so one the PodSet controls that is not in labelled
-	// no longer matches, and is only released, which patches a copy.
+	// no longer matches, and is only released, which patches a copy. These
+	// are the cache's own objects, their data shared with the cached
+	// PodSets' templates (podcache.sharedTemplates): read only.
 	if err := r.List(ctx, controlled, client.InNamespace(ps.Namespace), client.MatchingFields{ownership.RevisionControllerField: string(ps.UID)},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing revisions: %w", err)

@@ -124,7 +124,7 @@ func revisionTransform(templates *sharedTemplates) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		obj, err := strip(obj)
 		cr, ok := obj.(*appsv1.ControllerRevision)
-		if err != nil || !ok || len(cr.Data.Raw) == 0 {
+		if err != nil || !ok || len(cr.Data.Raw) < minSharedTemplate {
 			return obj, err
 		}
 		if shared := templates.share(cr.Data.Raw); unsafe.StringData(shared) != unsafe.SliceData(cr.Data.Raw) {

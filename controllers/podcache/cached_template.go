@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 
 	utiljson "sigs.k8s.io/json"
 
@@ -43,8 +44,8 @@ var cachedTemplateSealKey = func() string {
 // seal is the seal of an encoded template.
 func seal(encoded string) string {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(cachedTemplateSealKey))
-	_, _ = h.Write([]byte(encoded))
+	_, _ = io.WriteString(h, cachedTemplateSealKey)
+	_, _ = io.WriteString(h, encoded)
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 

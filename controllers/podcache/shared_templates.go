@@ -12,16 +12,19 @@ import (
 // holds. A PodSet's template, as the cache keeps it (encodeTemplate), is
 // byte for byte the data of the revision it runs, so the two cached objects
 // can hold one copy where they held two: with a chart-sized template, about
-// 3 KB per PodSet, a tenth of a kilobyte per pod at ten pods a PodSet.
+// 3 KB per PodSet, 0.3 KB per pod at ten pods a PodSet.
 //
 // A copy is shared while some cached object holds it: the table points to
 // it weakly, and forgets it once the objects that held it are gone (a
 // revision pruned, a PodSet deleted or given a new template).
 //
 // What share returns must never be written to: the revision transform
-// hands it out as a ControllerRevision's data (a []byte). Cached objects are
+// hands it out as a ControllerRevision's data (a []byte), and a write there
+// would change the PodSets' templates too (their seal would then fail, and
+// the cache would read them as the short form). Cached objects are
 // read-only, and every read of a revision through the client copies it but
-// the reconciler's UnsafeDisableDeepCopy list, which only reads.
+// claimRevisions' UnsafeDisableDeepCopy list, which only reads (decoding
+// JSON into a revision's data, in particular, reuses its buffer).
 type sharedTemplates struct {
 	mu     sync.Mutex
 	byHash map[uint64][]sharedCopy

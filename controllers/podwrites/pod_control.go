@@ -80,7 +80,13 @@ func (c APIPodControl) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	if c.Pods == nil {
-		return c.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		if err := c.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
+			return err
+		}
+		// The answer was not read: the version pod had is the one it
+		// was read at, not its deletion's.
+		pod.ResourceVersion = ""
+		return nil
 	}
 	// The answer is the pod as the delete left it: marked for graceful
 	// deletion, at the version of that update, or removed (a pod never
