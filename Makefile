@@ -618,12 +618,17 @@ test-zero-downtime: ## The real-node suite's zero-downtime scenarios alone (part
 # test/bench: PodSets against kube-controller-manager's ReplicaSet controller
 # on a local cluster, and a client creating the same pods directly. See
 # docs/benchmarks.md. BENCH_FLAGS adds flags, e.g. -shapes 10x100 -runs 1.
+# BENCH_TEMPLATE is the pods' template (-template): sample, config/samples'
+# web server (a port, a readiness probe, preStop, a volume, resources), for
+# the PodSets and, rendered as the operator renders it, for the ReplicaSets,
+# Deployments and the direct client; empty for the short form's pod.
 BENCH_FLAGS ?=
+BENCH_TEMPLATE ?= sample
 
 .PHONY: bench
-bench: cluster-tools build ## Run the full benchmark (about 25 min on 2 cores with 3 runs); writes docs/benchmarks.json and docs/benchmarks.png.
+bench: cluster-tools build ## Run the full benchmark with the sample's template (about 28 min on 2 cores with 3 runs, 42 with BENCH_FLAGS=-runs=5); writes docs/benchmarks.json and docs/benchmarks.png.
 	$(GO) build -o $(LOCALBIN)/bench ./test/bench
-	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -out docs $(BENCH_FLAGS)
+	$(LOCALBIN)/bench -bin-dir $(K8S_BIN) -manager $(LOCALBIN)/manager -rss -template "$(BENCH_TEMPLATE)" -out docs $(BENCH_FLAGS)
 
 # The growth runs: the memory scenario alone, with PodSets of 10 pods and no
 # foreign pods, at each of GROWTH_OWNERS PodSets, on 10 kwok nodes (50,000

@@ -103,9 +103,10 @@ type options struct {
 	// (-rss-template); they take the short form without it.
 	rssTemplate     *corev1.PodTemplateSpec
 	rssTemplateName string
-	// template, when set, is the pod template of the scaling shapes'
-	// PodSets (-template), and rendered as the operator renders it, of
-	// their ReplicaSets; both take the short form's pod without it.
+	// template, when set, is the pod template of the scaling and rollout
+	// shapes' PodSets (-template), and rendered as the operator renders it,
+	// of their ReplicaSets and Deployments and of the direct client's pods;
+	// all take the short form's pod without it.
 	template                   *corev1.PodTemplateSpec
 	templateName               string
 	phaseTimeout, stallTimeout time.Duration
@@ -136,7 +137,7 @@ func parseFlags() (options, error) {
 	rssShape := flag.String("rss-shape", "10x1000", "PodSets of the memory scenario")
 	warmUp := flag.String("warm-up", "100x10", "OWNERSxREPLICAS shape of one unmeasured phase of each kind before the first run, so that no measured phase meets a cold API server; empty skips it")
 	flag.IntVar(&o.rssForeign, "rss-foreign", 10000, "pods without the managed-by label in the memory scenario")
-	template := flag.String("template", "", "the scaling shapes' pods: empty for the short form with the default operand; sample for config/samples' template (a web server with a port, a readiness probe, a preStop hook and a grace period); realistic for the memory scenario's chart-sized template. The ReplicaSets get the same pods, as the operator renders them")
+	template := flag.String("template", "", "the pods of the scaling and rollout shapes and of the direct client: empty for the short form with the default operand; sample for config/samples' template (a web server with a port, a readiness probe, a preStop hook and a grace period); realistic for the memory scenario's chart-sized template. The ReplicaSets, Deployments and the direct client's pods get the same pods, as the operator renders them")
 	rssTemplate := flag.String("rss-template", "", "the memory scenario's PodSets: empty for the short form with the default operand; realistic for a chart-sized template of two containers with probes, volumes and env from a ConfigMap")
 	flag.BoolVar(&o.rssRestart, "rss-restart", false, "end the memory scenario with two takeovers, a restart (the settled operator stopped, a new one started) and a failover (a standby started, the leader SIGKILLed), each after a pod of each of the first 10 PodSets was deleted: the new leader's time to act and to catch up, and its peak RSS")
 	flag.StringVar(&o.binDir, "bin-dir", os.Getenv("K8S_BIN"), "the local cluster's binaries (default $K8S_BIN)")

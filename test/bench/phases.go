@@ -374,9 +374,9 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		}
 		start := time.Now()
 		pw.expectScaleUp(start, pods)
-		create := func() error { return createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil) }
+		create := func() error { return createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil, b.opts.template) }
 		if owners {
-			create = func() error { return createOwnedPodsDirectly(ctx, b.cs, ns, s) }
+			create = func() error { return createOwnedPodsDirectly(ctx, b.cs, ns, s, b.opts.template) }
 		}
 		if err := create(); err != nil {
 			return err
@@ -459,7 +459,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 				return err
 			}
 			fw.expectScaleUp(time.Now(), o.rssForeign)
-			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
+			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil, nil); err != nil {
 				return err
 			}
 			if err := waitUntil(ctx, b.opts.phaseTimeout, 0, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {

@@ -297,25 +297,39 @@ type rolloutDriver interface {
 
 type podSetRollout struct{ podSetDriver }
 
+// roll adds the rollout annotation to the pods' annotations: the short
+// form's podAnnotations, or the template's.
 func (d podSetRollout) roll(ctx context.Context, ns string, owners int) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"1"}},"spec":{"podAnnotations":{%q:"1"}}}`, rolloutAnnotation, rolloutAnnotation)
+	if d.template != nil {
+		patch = fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"1"}},"spec":{"template":{"metadata":{"annotations":{%q:"1"}}}}}`, rolloutAnnotation, rolloutAnnotation)
+	}
 	return parallel(ctx, owners, clientParallelism, func(ctx context.Context, i int) error {
 		_, err := d.dc.Resource(podSetGVR).Namespace(ns).Patch(ctx, ownerName(i), types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 }
 
-type deploymentRollout struct{ cs kubernetes.Interface }
+// deploymentRollout writes Deployments whose pods are the PodSets' pods, as
+// replicaSetDriver's ReplicaSets are.
+type deploymentRollout struct {
+	cs       kubernetes.Interface
+	template *corev1.PodTemplateSpec
+}
 
 func (d deploymentRollout) create(ctx context.Context, ns string, owners, replicas, width int) error {
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
+		tmpl := podTemplate(labels)
+		if d.template != nil {
+			tmpl = renderedTemplate(d.template, labels)
+		}
 		dep := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To(int32(replicas)),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: podTemplate(labels),
+				Template: tmpl,
 				// The defaults, spelled out: the PodSet's are the same.
 				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
 			},
@@ -366,9 +380,9 @@ func (b *bench) rolloutPhaseIn(ctx context.Context, ns string, res *rolloutResul
 		gvr    schema.GroupVersionResource
 	)
 	if res.Kind == "podset" {
-		driver, gvr = podSetRollout{podSetDriver{dc: b.dc}}, podSetGVR
+		driver, gvr = podSetRollout{podSetDriver{dc: b.dc, template: b.opts.template}}, podSetGVR
 	} else {
-		driver, gvr = deploymentRollout{b.cs}, deploymentGVR
+		driver, gvr = deploymentRollout{cs: b.cs, template: b.opts.template}, deploymentGVR
 	}
 	pw, err := watchRollout(wctx, b.cs, ns)
 	if err != nil {

@@ -320,13 +320,14 @@ func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas
 
 // createPodsDirectly is the physical limit: the same pods, created by a
 // client with clientParallelism requests in flight and no controller.
-func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, extraLabels map[string]string) error {
+func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, extraLabels map[string]string, template *corev1.PodTemplateSpec) error {
+	labels := map[string]string{ownerLabel: "direct"}
+	for k, v := range extraLabels {
+		labels[k] = v
+	}
+	tmpl := directTemplate(labels, template)
 	return parallel(ctx, pods, clientParallelism, func(ctx context.Context, i int) error {
-		labels := map[string]string{ownerLabel: "direct"}
-		for k, v := range extraLabels {
-			labels[k] = v
-		}
-		pod := directPod(fmt.Sprintf("%s-%05d", prefix, i), labels)
+		pod := directPod(fmt.Sprintf("%s-%05d", prefix, i), tmpl)
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
@@ -335,7 +336,8 @@ func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix
 // createOwnedPodsDirectly creates s.owners ConfigMaps, each followed by its
 // s.replicas pods (at once) with an ownerReference to it: what a controller
 // with nothing to decide would send for shape s.
-func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape) error {
+func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape, template *corev1.PodTemplateSpec) error {
+	tmpl := directTemplate(map[string]string{ownerLabel: "direct"}, template)
 	return parallel(ctx, s.owners, clientParallelism, func(ctx context.Context, i int) error {
 		owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%05d", i)},
@@ -347,7 +349,7 @@ func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns st
 		errs := make(chan error, s.replicas)
 		for j := range s.replicas {
 			go func() {
-				pod := directPod(fmt.Sprintf("%s-%03d", owner.Name, j), map[string]string{ownerLabel: "direct"})
+				pod := directPod(fmt.Sprintf("%s-%03d", owner.Name, j), tmpl)
 				pod.OwnerReferences = []metav1.OwnerReference{ref}
 				_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 				errs <- err
@@ -409,10 +411,21 @@ func deleteAtOnce(ctx context.Context, cs kubernetes.Interface, ns string, names
 	return first
 }
 
-// directPod is the benchmark's pod, named name, as a client without a
-// controller creates it.
-func directPod(name string, labels map[string]string) *corev1.Pod {
-	tmpl := podTemplate(labels)
+// directTemplate is the pod template of the direct client's pods: with no
+// template the short form's (podTemplate), otherwise template as the
+// operator renders it (renderedTemplate), the pods a controller of the same
+// owners would make.
+func directTemplate(labels map[string]string, template *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	if template != nil {
+		return renderedTemplate(template, labels)
+	}
+	return podTemplate(labels)
+}
+
+// directPod is the benchmark's pod of tmpl, named name, as a client without
+// a controller creates it.
+func directPod(name string, tmpl corev1.PodTemplateSpec) *corev1.Pod {
+	tmpl = *tmpl.DeepCopy()
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 	pod.Name = name
 	return pod

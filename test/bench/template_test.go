@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// With -template, the rollout's Deployments get the PodSets' pods as the
+// operator renders them, the PodSets' roll changes their template's
+// annotations (a short form's podAnnotations would not be allowed beside a
+// template), and the direct client makes the same pods.
+func TestTheTemplateReachesEveryKindOfOwnerAndTheDirectClient(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	template := realisticTemplate()
+	labels := map[string]string{ownerLabel: ownerName(0)}
+	want := renderedTemplate(template, labels)
+
+	cs := fake.NewClientset()
+	g.Expect(deploymentRollout{cs: cs, template: template}.create(ctx, "ns", 1, 2, 1)).To(Succeed())
+	dep, err := cs.AppsV1().Deployments("ns").Get(ctx, ownerName(0), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(dep.Spec.Template).To(Equal(want))
+
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{podSetGVR: "PodSetList"})
+	roll := podSetRollout{podSetDriver{dc: dc, template: template}}
+	g.Expect(roll.create(ctx, "ns", 1, 2, 1)).To(Succeed())
+	g.Expect(roll.roll(ctx, "ns", 1)).To(Succeed())
+	ps, err := dc.Resource(podSetGVR).Namespace("ns").Get(ctx, ownerName(0), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	annotations, _, err := unstructured.NestedStringMap(ps.Object, "spec", "template", "metadata", "annotations")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(annotations).To(HaveKeyWithValue(rolloutAnnotation, "1"))
+	g.Expect(ps.Object["spec"]).NotTo(HaveKey("podAnnotations"))
+	containers, _, err := unstructured.NestedSlice(ps.Object, "spec", "template", "spec", "containers")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(containers).To(HaveLen(len(template.Spec.Containers)))
+
+	pod := directPod("direct-0", directTemplate(map[string]string{ownerLabel: "direct"}, template))
+	g.Expect(pod.Spec).To(Equal(renderedTemplate(template, map[string]string{ownerLabel: "direct"}).Spec))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(ownerLabel, "direct"))
+	g.Expect(pod.Name).To(Equal("direct-0"))
+
+	// Without a template, every kind keeps the short form's pod.
+	short := directPod("direct-1", directTemplate(map[string]string{ownerLabel: "direct"}, nil))
+	g.Expect(short.Spec).To(Equal(podTemplate(map[string]string{ownerLabel: "direct"}).Spec))
+	g.Expect(short.Spec).NotTo(Equal(pod.Spec))
+	g.Expect(corev1.PodSpec{}).NotTo(Equal(short.Spec))
+}
