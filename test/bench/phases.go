@@ -476,7 +476,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 		}
 		start := time.Now()
 		ow.expect(start, o.rssShape.owners, int64(o.rssShape.replicas))
-		if err := (podSetDriver{dc: b.dc, template: o.rssTemplate}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas, clientParallelism); err != nil {
+		if err := (podSetDriver{dc: b.dc, template: o.rssTemplate, distinct: true}).create(ctx, "rss-owned", o.rssShape.owners, o.rssShape.replicas, clientParallelism); err != nil {
 			return err
 		}
 		if o.profileDir != "" {

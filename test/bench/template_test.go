@@ -57,3 +57,28 @@ func TestTheTemplateReachesEveryKindOfOwnerAndTheDirectClient(t *testing.T) {
 	g.Expect(short.Spec).NotTo(Equal(pod.Spec))
 	g.Expect(corev1.PodSpec{}).NotTo(Equal(short.Spec))
 }
+
+// The memory scenario's PodSets each get a template of their own, as charts
+// installed once per application do: the operator cannot share one copy.
+func TestTheMemoryScenarioGivesEachPodSetItsOwnTemplate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{podSetGVR: "PodSetList"})
+	template := realisticTemplate()
+	g.Expect(podSetDriver{dc: dc, template: template, distinct: true}.create(ctx, "ns", 2, 1, 1)).To(Succeed())
+	var templates []any
+	for i := range 2 {
+		ps, err := dc.Resource(podSetGVR).Namespace("ns").Get(ctx, ownerName(i), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		labels, _, err := unstructured.NestedStringMap(ps.Object, "spec", "template", "metadata", "labels")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(labels).To(HaveKeyWithValue(instanceLabel, ownerName(i)))
+		for k, v := range template.Labels {
+			g.Expect(labels).To(HaveKeyWithValue(k, v))
+		}
+		templates = append(templates, ps.Object["spec"].(map[string]any)["template"])
+	}
+	g.Expect(templates[0]).NotTo(Equal(templates[1]))
+	g.Expect(template.Labels).NotTo(HaveKey(instanceLabel), "the shared template itself is left alone")
+}

@@ -122,7 +122,15 @@ type ownerDriver interface {
 type podSetDriver struct {
 	dc       dynamic.Interface
 	template *corev1.PodTemplateSpec
+	// distinct, with a template, labels each PodSet's template with its
+	// own release (instanceLabel), as a chart installed once per
+	// application does: no two PodSets then hold the same template, and
+	// the operator cannot share one copy among them.
+	distinct bool
 }
+
+// instanceLabel is the label a chart sets to its release's name.
+const instanceLabel = "app.kubernetes.io/instance"
 
 func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
 	spec := map[string]any{"replicas": int64(replicas)}
@@ -140,6 +148,11 @@ func (d podSetDriver) create(ctx context.Context, ns string, owners, replicas, w
 			"metadata":   map[string]any{"name": ownerName(i), "namespace": ns},
 			"spec":       runtime.DeepCopyJSONValue(spec),
 		}}
+		if d.template != nil && d.distinct {
+			if err := unstructured.SetNestedField(ps.Object, ownerName(i), "spec", "template", "metadata", "labels", instanceLabel); err != nil {
+				return err
+			}
+		}
 		_, err := d.dc.Resource(podSetGVR).Namespace(ns).Create(ctx, ps, metav1.CreateOptions{})
 		return err
 	})
