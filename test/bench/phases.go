@@ -355,7 +355,7 @@ func (b *bench) ownerPhaseIn(ctx context.Context, ns string, width int, res *pha
 // owners a controller cannot act on before they exist.
 func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) phaseResult {
 	pods := s.pods()
-	res := phaseResult{Kind: "direct", Shape: fmt.Sprintf("%dx1-direct", pods), Owners: 0, Replicas: 1, Run: run, Target: pods}
+	res := phaseResult{Kind: "direct", Shape: fmt.Sprintf("%dx1-direct", pods), Owners: 0, Replicas: 1, Template: b.opts.templateName, Run: run, Target: pods}
 	ns := fmt.Sprintf("bench-direct-%d-r%d", pods, run)
 	if owners {
 		res.Shape, res.Owners, res.Replicas = s.String(), s.owners, s.replicas
@@ -374,7 +374,7 @@ func (b *bench) directPhase(ctx context.Context, s shape, owners bool, run int) 
 		}
 		start := time.Now()
 		pw.expectScaleUp(start, pods)
-		create := func() error { return createPodsDirectly(ctx, b.cs, ns, "direct", pods, nil, b.opts.template) }
+		create := func() error { return createPodsDirectly(ctx, b.cs, ns, "direct", pods, b.opts.template) }
 		if owners {
 			create = func() error { return createOwnedPodsDirectly(ctx, b.cs, ns, s, b.opts.template) }
 		}
@@ -459,7 +459,7 @@ func (b *bench) rssScenario(ctx context.Context) rssResult {
 				return err
 			}
 			fw.expectScaleUp(time.Now(), o.rssForeign)
-			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil, nil); err != nil {
+			if err := createPodsDirectly(ctx, b.cs, "rss-foreign", "foreign", o.rssForeign, nil); err != nil {
 				return err
 			}
 			if err := waitUntil(ctx, b.opts.phaseTimeout, 0, "foreign pods Ready", func() bool { return fw.counts().allReady > 0 }); err != nil {

@@ -38,10 +38,12 @@ var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Re
 
 // rolloutResult is one rollout run of one kind.
 type rolloutResult struct {
-	Kind      string `json:"kind"` // podset or deployment
-	Shape     string `json:"shape"`
-	Owners    int    `json:"owners"`
-	Replicas  int    `json:"replicas"`
+	Kind     string `json:"kind"` // podset or deployment
+	Shape    string `json:"shape"`
+	Owners   int    `json:"owners"`
+	Replicas int    `json:"replicas"`
+	// Template is -template: the pods' template (empty: the short form's).
+	Template  string `json:"template,omitempty"`
 	Run       int    `json:"run"`
 	WentFirst bool   `json:"wentFirst"`
 	Target    int    `json:"targetPods"`
@@ -349,7 +351,7 @@ func (d deploymentRollout) roll(ctx context.Context, ns string, owners int) erro
 
 // rolloutPhase runs one rollout of one kind at one shape.
 func (b *bench) rolloutPhase(ctx context.Context, kind string, s shape, run int, first bool) rolloutResult {
-	res := rolloutResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Run: run, WentFirst: first, Target: s.pods()}
+	res := rolloutResult{Kind: kind, Shape: s.String(), Owners: s.owners, Replicas: s.replicas, Template: b.opts.templateName, Run: run, WentFirst: first, Target: s.pods()}
 	res.SurgeBound, res.ReadyBound = rolloutBounds(s.replicas)
 	ns := fmt.Sprintf("roll-%s-%s-r%d", kind, s, run)
 	logf("rollout %s %s run %d: starting in namespace %s", kind, s, run, ns)

@@ -46,15 +46,27 @@ func TestTheTemplateReachesEveryKindOfOwnerAndTheDirectClient(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(containers).To(HaveLen(len(template.Spec.Containers)))
 
-	pod := directPod("direct-0", directTemplate(map[string]string{ownerLabel: "direct"}, template))
-	g.Expect(pod.Spec).To(Equal(renderedTemplate(template, map[string]string{ownerLabel: "direct"}).Spec))
-	g.Expect(pod.Labels).To(HaveKeyWithValue(ownerLabel, "direct"))
-	g.Expect(pod.Name).To(Equal("direct-0"))
+	// The direct client, with and without owners, creates the pods the
+	// operator makes of the template.
+	rendered := renderedTemplate(template, map[string]string{ownerLabel: "direct"})
+	g.Expect(createPodsDirectly(ctx, cs, "direct", "direct", 2, template)).To(Succeed())
+	g.Expect(createOwnedPodsDirectly(ctx, cs, "owned", shape{owners: 1, replicas: 2}, template)).To(Succeed())
+	for _, ns := range []string{"direct", "owned"} {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods.Items).To(HaveLen(2))
+		for _, pod := range pods.Items {
+			g.Expect(pod.Spec).To(Equal(rendered.Spec))
+			g.Expect(pod.Labels).To(HaveKeyWithValue(ownerLabel, "direct"))
+		}
+	}
 
 	// Without a template, every kind keeps the short form's pod.
-	short := directPod("direct-1", directTemplate(map[string]string{ownerLabel: "direct"}, nil))
+	g.Expect(createPodsDirectly(ctx, cs, "short", "direct", 1, nil)).To(Succeed())
+	short, err := cs.CoreV1().Pods("short").Get(ctx, "direct-00000", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(short.Spec).To(Equal(podTemplate(map[string]string{ownerLabel: "direct"}).Spec))
-	g.Expect(short.Spec).NotTo(Equal(pod.Spec))
+	g.Expect(short.Spec).NotTo(Equal(rendered.Spec))
 	g.Expect(corev1.PodSpec{}).NotTo(Equal(short.Spec))
 }
 

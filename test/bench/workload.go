@@ -333,12 +333,8 @@ func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas
 
 // createPodsDirectly is the physical limit: the same pods, created by a
 // client with clientParallelism requests in flight and no controller.
-func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, extraLabels map[string]string, template *corev1.PodTemplateSpec) error {
-	labels := map[string]string{ownerLabel: "direct"}
-	for k, v := range extraLabels {
-		labels[k] = v
-	}
-	tmpl := directTemplate(labels, template)
+func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, template *corev1.PodTemplateSpec) error {
+	tmpl := directTemplate(map[string]string{ownerLabel: "direct"}, template)
 	return parallel(ctx, pods, clientParallelism, func(ctx context.Context, i int) error {
 		pod := directPod(fmt.Sprintf("%s-%05d", prefix, i), tmpl)
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
