@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/ownership"
 	"github.com/example/podset-operator/controllers/slimpod"
@@ -56,33 +56,24 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, s *podSetScope) error 
 // another controller are never touched.
 func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) error {
 	ps, rs := s.podSet, &s.revisions
-	labelled, controlled := &appsv1.ControllerRevisionList{}, &appsv1.ControllerRevisionList{}
-	if err := r.List(ctx, labelled, client.InNamespace(ps.Namespace), client.MatchingFields{ownership.RevisionPodSetField: ps.Name}); err != nil {
+	// Copies: the claimed revisions go on to be patched (adopted,
+	// renumbered).
+	named := &appsv1.ControllerRevisionList{}
+	if err := r.List(ctx, named, client.InNamespace(ps.Namespace), client.MatchingFields{ownership.RevisionPodSetField: ps.Name}); err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
-	// Read without copies: the cache holds only revisions with the
-	// managed-by label, so one the PodSet controls that is not in labelled
-	// no longer matches, and is only released, which patches a copy. These
-	// are the cache's own objects, their data shared with the cached
-	// PodSets' templates (podcache.sharedTemplates): read only.
-	if err := r.List(ctx, controlled, client.InNamespace(ps.Namespace), client.MatchingFields{ownership.RevisionControllerField: string(ps.UID)},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing revisions: %w", err)
-	}
-	// A revision of another owner under the PodSet's name still tells
-	// startFirstRevision that a name may be taken.
-	rs.NamesakesCached = len(labelled.Items) > 0
-
-	// A revision may be listed twice: labelled with the PodSet's name and
-	// controlled by it.
-	seen := make(map[types.UID]bool, len(labelled.Items))
+	// The index has the revisions labelled with the PodSet's name and
+	// those controlled by a PodSet of that name, which may be a namesake
+	// deleted before it: of those, only the labelled ones are candidates.
 	var candidates []*appsv1.ControllerRevision
-	for _, list := range [][]appsv1.ControllerRevision{labelled.Items, controlled.Items} {
-		for i := range list {
-			if cr := &list[i]; !seen[cr.UID] {
-				seen[cr.UID] = true
-				candidates = append(candidates, cr)
-			}
+	for i := range named.Items {
+		cr := &named.Items[i]
+		labelled := cr.Labels[appv1alpha1.LabelPodSet] == ps.Name
+		// A revision of another owner under the PodSet's name still
+		// tells startFirstRevision that a name may be taken.
+		rs.NamesakesCached = rs.NamesakesCached || labelled
+		if ref := metav1.GetControllerOfNoCopy(cr); labelled || (ref != nil && ref.UID == ps.UID) {
+			candidates = append(candidates, cr)
 		}
 	}
 	claimed, err := r.refManager(s).ClaimRevisions(ctx, candidates)

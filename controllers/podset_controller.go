@@ -247,9 +247,6 @@ func (r *PodSetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manage
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ControllerRevision{}, ownership.RevisionControllerField, ownership.IndexRevisionByController); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Spec changes bump the generation. Status changes wake the PodSet
 		// too: a reconcile that read a stale cached PodSet may have judged

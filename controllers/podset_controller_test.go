@@ -96,8 +96,7 @@ func unitClientBuilder(objs ...client.Object) *fake.ClientBuilder {
 	}
 	return fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
 		WithStatusSubresource(&appv1alpha1.PodSet{}).
-		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet).
-		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionControllerField, ownership.IndexRevisionByController)
+		WithIndex(&appsv1.ControllerRevision{}, ownership.RevisionPodSetField, ownership.IndexRevisionByPodSet)
 }
 
 func reconcileOnce(r *PodSetReconciler, ps *appv1alpha1.PodSet) (ctrl.Result, error) {

@@ -53,12 +53,18 @@ func controllerRef(kind string, uid types.UID) *metav1.OwnerReference {
 	return &metav1.OwnerReference{APIVersion: "v1", Kind: kind, Name: "owner", UID: uid, Controller: ptr.To(true)}
 }
 
+// podSetRef is the controller reference SetControllerReference gives an
+// object of ps.
+func podSetRef(ps *appv1alpha1.PodSet) *metav1.OwnerReference {
+	return metav1.NewControllerRef(ps, appv1alpha1.GroupVersion.WithKind("PodSet"))
+}
+
 // claimRevisions sorts the revisions the cache shows under the PodSet's
 // name or its UID: its own are kept, orphans with its labels adopted, its
 // own that no longer carry its labels released, others left alone.
 func TestClaimRevisions(t *testing.T) {
 	ps := unitPodSet(1)
-	mine := controllerRef("PodSet", ps.UID)
+	mine := podSetRef(ps)
 	own := unitRevision(t, ps.Name, "img:own", 1, mine)
 	orphan := unitRevision(t, ps.Name, "img:orphan", 2, nil)
 	foreign := unitRevision(t, ps.Name, "img:foreign", 3, controllerRef("ConfigMap", "cm-uid"))
@@ -180,7 +186,7 @@ func TestReconcileOfARecreatedPodSetKeepsItsPods(t *testing.T) {
 // currentRevision: what the pods ran before the rollout in progress.
 func TestCurrentRevision(t *testing.T) {
 	ps := unitPodSet(2)
-	mine := controllerRef("PodSet", ps.UID)
+	mine := podSetRef(ps)
 	v1 := unitRevision(t, ps.Name, "img:1", 1, mine)
 	v2 := unitRevision(t, ps.Name, "img:2", 2, mine)
 	v3 := unitRevision(t, ps.Name, "img:3", 3, mine)

@@ -5,7 +5,9 @@
 package operand
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
@@ -45,4 +47,42 @@ func ManagedSelector() labels.Selector {
 // made, of any PodSet; the manager's revision informer is restricted to it.
 func ManagedRevisionSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue})
+}
+
+// PodSetNames are the names of the PodSets that obj, a pod or a revision,
+// may belong to: the PodSet its app.example.com/podset label names, and the
+// PodSet that controls it, when that is not the same one (a pod relabelled,
+// say). None, one or two names; the caches index pods and revisions by
+// them, so that a PodSet finds both what it controls and what it may
+// adopt in one lookup.
+//
+// A controller is known by its reference's name: the garbage collector
+// holds references to it too, and deletes an object whose controller
+// reference names a PodSet of another UID or none at all, so a reference
+// that names one PodSet and carries the UID of another does not last.
+func PodSetNames(obj metav1.Object) []string {
+	label, labelled := obj.GetLabels()[appv1alpha1.LabelPodSet]
+	var controller string
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == podSetKind && referencesGroup(ref.APIVersion, appv1alpha1.GroupVersion.Group) {
+		controller = ref.Name
+	}
+	switch {
+	case controller == "" && !labelled:
+		return nil
+	case controller == "" || controller == label:
+		return []string{label}
+	case !labelled:
+		return []string{controller}
+	default:
+		return []string{label, controller}
+	}
+}
+
+const podSetKind = "PodSet"
+
+// referencesGroup reports whether apiVersion, as an owner reference writes
+// it, is of group (any version of it).
+func referencesGroup(apiVersion, group string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == group
 }

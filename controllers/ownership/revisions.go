@@ -1,40 +1,29 @@
 package ownership
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
 )
 
-// RevisionPodSetField indexes the cached ControllerRevisions by the PodSet
-// their label names. Listed by namespace and label alone, every reconcile
+// RevisionPodSetField indexes the cached ControllerRevisions by the names
+// of the PodSets they may belong to (operand.PodSetNames): the one their
+// label names, and the one that controls them, so that a revision the PodSet
+// controls is found even after its labels stopped naming the PodSet, and
+// can be released. Listed by namespace and label alone, every reconcile
 // scanned every revision of its namespace: with thousands of PodSets in one
 // namespace that made the operator's CPU grow with the square of their
-// number (docs/benchmarks.md, "Growth").
-const RevisionPodSetField = "podSetRevisionLabel"
-
-// RevisionControllerField indexes the cached ControllerRevisions by the UID
-// of their controller, so that a revision the PodSet controls is found even
-// after its labels stopped naming the PodSet, and can be released.
-const RevisionControllerField = "podSetRevisionController"
+// number (docs/benchmarks.md, "Growth"). One index rather than one for the
+// label and one for the controller: controller-runtime keeps each value of
+// an index twice (by namespace and across them), in sets of their own, and
+// the revision of most PodSets is both labelled and controlled by it.
+const RevisionPodSetField = "podSetRevisionNames"
 
 // IndexRevisionByPodSet is the index function of RevisionPodSetField.
 func IndexRevisionByPodSet(obj client.Object) []string {
-	if name, ok := obj.GetLabels()[appv1alpha1.LabelPodSet]; ok {
-		return []string{name}
-	}
-	return nil
-}
-
-// IndexRevisionByController is the index function of
-// RevisionControllerField.
-func IndexRevisionByController(obj client.Object) []string {
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return nil
+	return operand.PodSetNames(obj)
 }
 
 // RevisionSelector selects the ControllerRevisions of ps. Revisions carry

@@ -12,23 +12,20 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/operand"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
-// Indexes of the pod informers. Looking a PodSet's pods up through them costs
-// what the PodSet owns, not what the namespace holds: with a thousand PodSets
-// in one namespace, a label-filtered list would scan every pod on every
-// reconcile.
-const (
-	// podControllerUIDIndex maps a pod to "namespace/UID" of its
-	// controller. The namespace is part of the key because a pod's
-	// ownerReference is whatever its author wrote: a pod in another
-	// namespace naming a PodSet's UID must not count as that PodSet's.
-	podControllerUIDIndex = "podset.controllerUID"
-	// podSetLabelIndex maps a pod to "namespace/name" of the PodSet its
-	// LabelPodSet label names, which is how orphans are found for adoption.
-	podSetLabelIndex = "podset.label"
-)
+// podSetIndex is the index of the pod informers: it maps a pod to
+// "namespace/name" of each PodSet it may belong to (operand.PodSetNames), the
+// one that controls it and the one its label names, so that one lookup finds
+// the pods a PodSet owns and the orphans it may adopt. Looking a PodSet's pods
+// up through it costs what the PodSet owns, not what the namespace holds:
+// with a thousand PodSets in one namespace, a label-filtered list would scan
+// every pod on every reconcile. The namespace is part of the key because a
+// pod's references are whatever its author wrote: a pod in another namespace
+// naming the PodSet must not count as its.
+const podSetIndex = "podset.names"
 
 // errPodCacheNotStarted is returned before the manager has created its pod
 // informer; the reconcile is retried.
@@ -57,18 +54,21 @@ type PodIndex struct {
 func NewPodIndex() *PodIndex { return &PodIndex{} }
 
 // newInformer builds the manager's informers: pod informers get the
-// reconciler's indexes and are remembered; any other kind is built as
+// reconciler's index and are remembered; any other kind is built as
 // controller-runtime builds it by default.
+//
+// Pod informers go without controller-runtime's namespace index: it serves
+// only lists through the cache, and the manager's client reads no pods from
+// it (ClientOptions); kept, it would hold every cached pod's key once more.
 func (x *PodIndex) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if _, isPod := obj.(*corev1.Pod); !isPod {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}
-	all := toolscache.Indexers{
-		podControllerUIDIndex: indexPodByControllerUID,
-		podSetLabelIndex:      indexPodByPodSetLabel,
-	}
+	all := toolscache.Indexers{podSetIndex: indexPodByPodSet}
 	for name, fn := range indexers {
-		all[name] = fn
+		if name != toolscache.NamespaceIndex {
+			all[name] = fn
+		}
 	}
 	informer := toolscache.NewSharedIndexInformer(lw, obj, resync, all)
 	x.add(informer.GetIndexer())
@@ -81,10 +81,10 @@ func (x *PodIndex) add(indexer toolscache.Indexer) {
 	x.indexers = append(x.indexers, indexer)
 }
 
-// candidates returns the cached pods of namespace that are controlled by the
-// PodSet uid or carry the PodSet label name, each once. The pods are the
-// cache's own objects: callers must not modify them (adoptPods and
-// releasePod copy first).
+// Candidates returns the cached pods of namespace that are controlled by the
+// PodSet uid or carry the PodSet label name. The pods are the cache's own
+// objects: callers must not modify them (adoptPods and releasePod copy
+// first).
 func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod.Pod, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -93,57 +93,37 @@ func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod
 	}
 	var pods []*slimpod.Pod
 	for _, indexer := range x.indexers {
-		owned, err := indexer.ByIndex(podControllerUIDIndex, namespace+"/"+string(uid))
-		if err != nil {
-			return nil, err
-		}
-		labelled, err := indexer.ByIndex(podSetLabelIndex, namespace+"/"+name)
+		objs, err := indexer.ByIndex(podSetIndex, namespace+"/"+name)
 		if err != nil {
 			return nil, err
 		}
 		if pods == nil {
-			pods = make([]*slimpod.Pod, 0, len(owned)+len(labelled))
+			pods = make([]*slimpod.Pod, 0, len(objs))
 		}
-		// The two lookups are not one snapshot: a pod adopted or released
-		// between them is in both, once with each controller. Deduplicating
-		// by UID keeps exactly one version of it, and keeps a pod adopted
-		// in between, which the second lookup alone shows.
-		seen := make(map[types.UID]struct{}, len(owned))
-		for _, obj := range owned {
-			if pod, ok := slimpod.Of(obj); ok {
-				seen[pod.UID] = struct{}{}
-				pods = append(pods, pod)
+		for _, obj := range objs {
+			pod, ok := slimpod.Of(obj)
+			if !ok {
+				continue
 			}
-		}
-		for _, obj := range labelled {
-			if pod, ok := slimpod.Of(obj); ok {
-				if _, dup := seen[pod.UID]; !dup {
-					pods = append(pods, pod)
-				}
+			// The index has the pods of the PodSet's name: a pod
+			// controlled by a namesake deleted before it, and no longer
+			// labelled for the name, is not a candidate.
+			if ref := metav1.GetControllerOfNoCopy(pod); (ref != nil && ref.UID == uid) || pod.Labels[appv1alpha1.LabelPodSet] == name {
+				pods = append(pods, pod)
 			}
 		}
 	}
 	return pods, nil
 }
 
-func indexPodByControllerUID(obj any) ([]string, error) {
+func indexPodByPodSet(obj any) ([]string, error) {
 	pod, ok := slimpod.Of(obj)
 	if !ok {
 		return nil, nil
 	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		return []string{pod.Namespace + "/" + string(ref.UID)}, nil
+	names := operand.PodSetNames(pod)
+	for i, name := range names {
+		names[i] = pod.Namespace + "/" + name
 	}
-	return nil, nil
-}
-
-func indexPodByPodSetLabel(obj any) ([]string, error) {
-	pod, ok := slimpod.Of(obj)
-	if !ok {
-		return nil, nil
-	}
-	if name, ok := pod.Labels[appv1alpha1.LabelPodSet]; ok {
-		return []string{pod.Namespace + "/" + name}, nil
-	}
-	return nil, nil
+	return names, nil
 }

@@ -116,54 +116,55 @@ func TestPodIndexLeavesOtherInformersAlone(t *testing.T) {
 	g.Expect(err).To(MatchError(errPodCacheNotStarted), "a ConfigMap informer is not a pod informer")
 }
 
-func TestPodIndexKeepsControllerRuntimesIndexes(t *testing.T) {
+func TestPodIndexReplacesTheNamespaceIndex(t *testing.T) {
 	g := NewWithT(t)
 	x := NewPodIndex()
+	other := func(any) ([]string, error) { return nil, nil }
 
 	informer := x.NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
-		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, "field:other": other})
 
-	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(toolscache.NamespaceIndex))
-	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podControllerUIDIndex))
-	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podSetLabelIndex))
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey(podSetIndex))
+	g.Expect(informer.GetIndexer().GetIndexers()).To(HaveKey("field:other"), "an index registered with the cache is kept")
+	g.Expect(informer.GetIndexer().GetIndexers()).NotTo(HaveKey(toolscache.NamespaceIndex), "nothing lists pods through the cache")
 }
 
-// staleIndexer answers each index from its own fixed list, as an informer's
-// indexer can when the pod changes between two lookups.
-type staleIndexer struct {
-	toolscache.Indexer
-	byIndex map[string][]any
-}
-
-func (s staleIndexer) ByIndex(name, _ string) ([]any, error) { return s.byIndex[name], nil }
-
-func TestPodIndexCandidatesAcrossAChangeBetweenLookups(t *testing.T) {
-	ps := unitPodSet(3)
-	orphan := unitPod("a", withPodLabels(operand.Labels(ps)))
-	adopted := orphan.DeepCopy()
-	controlledByPodSet("web")(adopted)
-	adopted.ResourceVersion = "2"
-
+func TestPodIndexIndexesEachPodUnderEveryPodSetItMayBelongTo(t *testing.T) {
 	tests := []struct {
-		name            string
-		owned, labelled []any
-		want            *slimpod.Pod
+		name string
+		pod  *slimpod.Pod
+		want []string
 	}{
-		{"adopted between the lookups: seen by the label lookup only", nil, []any{adopted}, adopted},
-		{"released between the lookups: once, as the owned lookup saw it", []any{adopted}, []any{orphan}, adopted},
+		{"controlled and labelled by one PodSet: one key", unitPod("a", controlledByPodSet("web"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "web"})), []string{unitNamespace + "/web"}},
+		{"relabelled for another PodSet: both", unitPod("a", controlledByPodSet("web"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "api"})), []string{unitNamespace + "/api", unitNamespace + "/web"}},
+		{"an orphan: its label", unitPod("a", withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "web"})), []string{unitNamespace + "/web"}},
+		{"controlled by a ReplicaSet: its label only", unitPod("a", controlledBy("apps/v1", "ReplicaSet", "rs"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "web"})), []string{unitNamespace + "/web"}},
+		{"neither", unitPod("a", controlledBy("apps/v1", "ReplicaSet", "rs")), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			x := NewPodIndex()
-			x.add(staleIndexer{byIndex: map[string][]any{podControllerUIDIndex: tt.owned, podSetLabelIndex: tt.labelled}})
-
-			got, err := x.Candidates(ps.Namespace, ps.Name, ps.UID)
-
+			got, err := indexPodByPodSet(tt.pod)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(HaveExactElements(BeIdenticalTo(tt.want)))
+			g.Expect(got).To(ConsistOf(tt.want))
 		})
 	}
+}
+
+func TestPodIndexCandidatesLeaveANamesakesRelabelledPod(t *testing.T) {
+	g := NewWithT(t)
+	ps := unitPodSet(3)
+	// Controlled by an earlier PodSet "web" (another UID), and labelled
+	// for "api" since: indexed under "web", but not the new web's.
+	namesakes := unitPod("namesakes", controlledByPodSet("web"), withPodLabels(map[string]string{appv1alpha1.LabelPodSet: "api"}))
+	namesakes.OwnerReferences[0].UID = "an-earlier-web"
+	owned := unitPod("owned", controlledByPodSet("web"), withPodLabels(operand.Labels(ps)))
+	x := podIndexWith(t, []*slimpod.Pod{namesakes, owned})
+
+	got, err := x.Candidates(ps.Namespace, ps.Name, ps.UID)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveExactElements(BeIdenticalTo(owned)))
 }
 
 // A cache built without the pod transform stores full pods: the index still
