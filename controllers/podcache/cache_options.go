@@ -3,7 +3,6 @@ package podcache
 import (
 	"slices"
 	"time"
-	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,8 +116,10 @@ func transformPodSet(ps *appv1alpha1.PodSet, templates *sharedTemplates) {
 
 // revisionTransform is the transform of cached ControllerRevisions: it
 // drops managedFields, as for every cached object, and makes the
-// revision's data the shared copy of those bytes, which the PodSets that
-// run the revision hold too (encodeTemplate).
+// revision's data the shared deflated copy of those bytes, which the
+// PodSets that run the revision hold too (encodeTemplate): Data.Object
+// becomes a deflatedData, Data.Raw nil. revision.Decode reads either form,
+// and the revision encodes to the same JSON.
 func revisionTransform(templates *sharedTemplates) toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(obj any) (any, error) {
@@ -127,9 +128,7 @@ func revisionTransform(templates *sharedTemplates) toolscache.TransformFunc {
 		if err != nil || !ok || len(cr.Data.Raw) < minSharedTemplate {
 			return obj, err
 		}
-		if shared := templates.share(cr.Data.Raw); unsafe.StringData(shared) != unsafe.SliceData(cr.Data.Raw) {
-			cr.Data.Raw = bytesOf(shared)
-		}
+		cr.Data = runtime.RawExtension{Object: &deflatedData{deflated: templates.share(cr.Data.Raw)}}
 		return cr, nil
 	}
 }

@@ -16,11 +16,11 @@ import (
 
 // cachedTemplateAnnotation holds, in the cache's copy of a PodSet only,
 // its spec.template encoded as the data of a revision of it (a
-// revision.Template with only its template set): encodeTemplate moves the
-// template there, and RestoreTemplate moves it back. The API server's
-// object never carries it. In that form the value is the same bytes as the
-// data of the revision the PodSet runs, and the cache keeps one copy of
-// both (sharedTemplates).
+// revision.Template with only its template set), deflated: encodeTemplate
+// moves the template there, and RestoreTemplate moves it back. The API
+// server's object never carries it. In that form the value is the same
+// bytes as the data of the revision the PodSet runs, and the cache keeps
+// one deflated copy of both (sharedTemplates).
 const cachedTemplateAnnotation = "cache.podset-operator.app.example.com/template"
 
 // cachedTemplateSealAnnotation holds the seal of cachedTemplateAnnotation's
@@ -50,8 +50,8 @@ func seal(encoded string) string {
 }
 
 // encodeTemplate moves ps's spec.template, decoded, into its
-// cachedTemplateAnnotation, encoded as a revision's data and shared through
-// templates. A PodSet with the short form keeps none; a value it already
+// cachedTemplateAnnotation, encoded as a revision's data, deflated and
+// shared through templates. A PodSet with the short form keeps none; a value it already
 // carries that is not this process's own is dropped.
 func encodeTemplate(ps *appv1alpha1.PodSet, templates *sharedTemplates) {
 	if v, ok := ps.Annotations[cachedTemplateAnnotation]; ok {
@@ -102,8 +102,12 @@ func dropCachedTemplate(ps *appv1alpha1.PodSet) {
 func RestoreTemplate(ps *appv1alpha1.PodSet) error {
 	v, ok := ps.Annotations[cachedTemplateAnnotation]
 	if ok && ps.Annotations[cachedTemplateSealAnnotation] == seal(v) {
+		raw, err := inflate(v)
+		if err != nil {
+			return fmt.Errorf("PodSet %s/%s: reading the cached template: %w", ps.Namespace, ps.Name, err)
+		}
 		var t revision.Template
-		if err := utiljson.UnmarshalCaseSensitivePreserveInts([]byte(v), &t); err != nil {
+		if err := utiljson.UnmarshalCaseSensitivePreserveInts(raw, &t); err != nil {
 			return fmt.Errorf("PodSet %s/%s: decoding the cached template: %w", ps.Namespace, ps.Name, err)
 		}
 		ps.Spec.Template = t.Template

@@ -1,33 +1,41 @@
 package podcache
 
 import (
-	"hash/fnv"
+	"bytes"
+	"compress/flate"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"unsafe"
 	"weak"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // sharedTemplates keeps one copy of each encoded pod template the cache
-// holds. A PodSet's template, as the cache keeps it (encodeTemplate), is
-// byte for byte the data of the revision it runs, so the two cached objects
-// can hold one copy where they held two: with a chart-sized template, about
-// 3 KB per PodSet, 0.3 KB per pod at ten pods a PodSet.
+// holds, deflated. A PodSet's template, as the cache keeps it
+// (encodeTemplate), is byte for byte the data of the revision it runs, so
+// the two cached objects hold one copy where they held two; and deflated,
+// a chart-sized template's JSON takes about a third of its bytes. Every
+// PodSet's template differs from the others' (an application's labels at
+// least), so with ten pods a PodSet the copy is about a tenth of a pod's
+// share of the operator's memory.
 //
 // A copy is shared while some cached object holds it: the table points to
 // it weakly, and forgets it once the objects that held it are gone (a
 // revision pruned, a PodSet deleted or given a new template).
 //
-// What share returns must never be written to: the revision transform
-// hands it out as a ControllerRevision's data (a []byte), and a write there
-// would change the PodSets' templates too (their seal would then fail, and
-// the cache would read them as the short form). Cached objects are
-// read-only, and every read of a revision through the client copies it but
-// claimRevisions' UnsafeDisableDeepCopy list, which only reads (decoding
-// JSON into a revision's data, in particular, reuses its buffer).
+// What share returns must never be written to: it is a string, and the
+// cached revisions hold it in a deflatedData, which nothing modifies.
 type sharedTemplates struct {
-	mu     sync.Mutex
-	byHash map[uint64][]sharedCopy
+	mu    sync.Mutex
+	byKey map[[sha256.Size]byte]sharedCopy
 }
 
 // sharedCopy is one shared copy: its first byte, held weakly, and its
@@ -43,64 +51,114 @@ type sharedCopy struct {
 const minSharedTemplate = 64
 
 func newSharedTemplates() *sharedTemplates {
-	return &sharedTemplates{byHash: map[uint64][]sharedCopy{}}
+	return &sharedTemplates{byKey: map[[sha256.Size]byte]sharedCopy{}}
 }
 
-// share returns the shared copy of b, as a string, making one when there
-// is none.
+// share returns the shared deflated copy of the JSON b (see deflate), making
+// one when there is none. A value shorter than minSharedTemplate is
+// deflated but not shared. Copies are found by the SHA-256 of b: two
+// templates that differ never share one.
 func (t *sharedTemplates) share(b []byte) string {
 	if len(b) < minSharedTemplate {
-		return string(b)
+		return deflate(b)
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	key := h.Sum64()
+	key := sha256.Sum256(b)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, c := range t.byHash[key] {
-		if p := c.first.Value(); p != nil && c.n == len(b) {
-			if s := unsafe.String(p, c.n); s == string(b) {
-				return s
-			}
+	if c, ok := t.byKey[key]; ok {
+		if p := c.first.Value(); p != nil {
+			return unsafe.String(p, c.n)
 		}
 	}
-	c := make([]byte, len(b))
-	copy(c, b)
-	t.byHash[key] = append(t.byHash[key], sharedCopy{first: weak.Make(&c[0]), n: len(c)})
-	runtime.AddCleanup(&c[0], t.forget, key)
-	return unsafe.String(&c[0], len(c))
+	s := deflate(b)
+	first := unsafe.StringData(s)
+	t.byKey[key] = sharedCopy{first: weak.Make(first), n: len(s)}
+	runtime.AddCleanup(first, t.forget, key)
+	return s
 }
 
-// forget drops the copies of key that no object holds any longer.
-func (t *sharedTemplates) forget(key uint64) {
+// forget drops the copy of key once no object holds it; one made since
+// for the same key is kept.
+func (t *sharedTemplates) forget(key [sha256.Size]byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	live := t.byHash[key][:0]
-	for _, c := range t.byHash[key] {
-		if c.first.Value() != nil {
-			live = append(live, c)
-		}
+	if c, ok := t.byKey[key]; ok && c.first.Value() == nil {
+		delete(t.byKey, key)
 	}
-	if len(live) == 0 {
-		delete(t.byHash, key)
-		return
-	}
-	t.byHash[key] = live
 }
 
 // size is how many copies the table points to (for tests).
 func (t *sharedTemplates) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for _, cs := range t.byHash {
-		n += len(cs)
-	}
-	return n
+	return len(t.byKey)
 }
 
-// bytesOf is s as a []byte without a copy, for the fields that hold bytes
-// (a ControllerRevision's data): it must never be written to.
+// deflated is the form of a template the cache holds: the length of the
+// JSON as a uvarint, then the JSON deflated. The length lets inflate
+// allocate the JSON once.
+var flateWriters = sync.Pool{New: func() any {
+	w, err := flate.NewWriter(nil, flate.DefaultCompression)
+	if err != nil {
+		panic(err) // a valid level
+	}
+	return w
+}}
+
+var flateReaders = sync.Pool{New: func() any { return flate.NewReader(nil) }}
+
+// deflate is b in the deflated form.
+func deflate(b []byte) string {
+	var buf bytes.Buffer
+	buf.Grow(len(b)/2 + binary.MaxVarintLen64)
+	buf.Write(binary.AppendUvarint(nil, uint64(len(b))))
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&buf)
+	// Writes to a bytes.Buffer do not fail.
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return buf.String()
+}
+
+var errNotDeflated = errors.New("not a deflated template")
+
+// inflate is the JSON that deflate made s from.
+func inflate(s string) ([]byte, error) {
+	n, size := binary.Uvarint(bytesOf(s))
+	if size <= 0 || n > 1<<24 {
+		return nil, errNotDeflated
+	}
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(bytesOf(s[size:])), nil); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, fmt.Errorf("inflating a cached template: %w", err)
+	}
+	return out, nil
+}
+
+// deflatedData is the data of a cached ControllerRevision (its
+// Data.Object, with Data.Raw nil): its JSON in the shared deflated copy.
+// It encodes to JSON as that JSON, so that a cached revision marshals
+// (into a merge patch's original, say) exactly as the API server's.
+// revision.Decode reads it so.
+type deflatedData struct{ deflated string }
+
+var _ k8sruntime.Object = (*deflatedData)(nil)
+
+func (d *deflatedData) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject returns d itself: it is never modified, and copies of a
+// cached revision keep sharing its data.
+func (d *deflatedData) DeepCopyObject() k8sruntime.Object { return d }
+
+func (d *deflatedData) MarshalJSON() ([]byte, error) { return inflate(d.deflated) }
+
+// bytesOf is s as a []byte without a copy: it must never be written to.
 func bytesOf(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }

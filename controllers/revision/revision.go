@@ -123,10 +123,18 @@ func Encode(t Template) (runtime.RawExtension, error) {
 	return runtime.RawExtension{Raw: raw}, nil
 }
 
-// Decode reads the template a ControllerRevision holds.
+// Decode reads the template a ControllerRevision holds: in Data.Raw, as
+// the API server sends it, or in Data.Object, an object that encodes to
+// that JSON (the operator's cache keeps it deflated so).
 func Decode(cr *appsv1.ControllerRevision) (Template, error) {
 	var t Template
 	raw := cr.Data.Raw
+	if raw == nil && cr.Data.Object != nil {
+		var err error
+		if raw, err = json.Marshal(cr.Data.Object); err != nil {
+			return t, fmt.Errorf("reading revision %s: %w", cr.Name, err)
+		}
+	}
 	if len(raw) == 0 {
 		return t, fmt.Errorf("revision %s holds no data", cr.Name)
 	}
