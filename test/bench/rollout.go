@@ -322,10 +322,7 @@ type deploymentRollout struct {
 func (d deploymentRollout) create(ctx context.Context, ns string, owners, replicas, width int) error {
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
-		tmpl := podTemplate(labels)
-		if d.template != nil {
-			tmpl = renderedTemplate(d.template, labels)
-		}
+		tmpl := ownerPodTemplate(labels, d.template)
 		dep := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
 			Spec: appsv1.DeploymentSpec{

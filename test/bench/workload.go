@@ -306,10 +306,7 @@ type replicaSetDriver struct {
 func (d replicaSetDriver) create(ctx context.Context, ns string, owners, replicas, width int) error {
 	return parallel(ctx, owners, width, func(ctx context.Context, i int) error {
 		labels := map[string]string{ownerLabel: ownerName(i)}
-		tmpl := podTemplate(labels)
-		if d.template != nil {
-			tmpl = renderedTemplate(d.template, labels)
-		}
+		tmpl := ownerPodTemplate(labels, d.template)
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: ownerName(i), Namespace: ns},
 			Spec: appsv1.ReplicaSetSpec{
@@ -334,7 +331,7 @@ func (d replicaSetDriver) scale(ctx context.Context, ns string, owners, replicas
 // createPodsDirectly is the physical limit: the same pods, created by a
 // client with clientParallelism requests in flight and no controller.
 func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix string, pods int, template *corev1.PodTemplateSpec) error {
-	tmpl := directTemplate(map[string]string{ownerLabel: "direct"}, template)
+	tmpl := ownerPodTemplate(map[string]string{ownerLabel: "direct"}, template)
 	return parallel(ctx, pods, clientParallelism, func(ctx context.Context, i int) error {
 		pod := directPod(fmt.Sprintf("%s-%05d", prefix, i), tmpl)
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
@@ -346,7 +343,7 @@ func createPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns, prefix
 // s.replicas pods (at once) with an ownerReference to it: what a controller
 // with nothing to decide would send for shape s.
 func createOwnedPodsDirectly(ctx context.Context, cs kubernetes.Interface, ns string, s shape, template *corev1.PodTemplateSpec) error {
-	tmpl := directTemplate(map[string]string{ownerLabel: "direct"}, template)
+	tmpl := ownerPodTemplate(map[string]string{ownerLabel: "direct"}, template)
 	return parallel(ctx, s.owners, clientParallelism, func(ctx context.Context, i int) error {
 		owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%05d", i)},
@@ -420,11 +417,11 @@ func deleteAtOnce(ctx context.Context, cs kubernetes.Interface, ns string, names
 	return first
 }
 
-// directTemplate is the pod template of the direct client's pods: with no
-// template the short form's (podTemplate), otherwise template as the
-// operator renders it (renderedTemplate), the pods a controller of the same
-// owners would make.
-func directTemplate(labels map[string]string, template *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+// ownerPodTemplate is the pod template of the ReplicaSets', the
+// Deployments' and the direct client's pods: with no template the short
+// form's (podTemplate), otherwise template as the operator renders it
+// (renderedTemplate), the pods a PodSet of the same template makes.
+func ownerPodTemplate(labels map[string]string, template *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	if template != nil {
 		return renderedTemplate(template, labels)
 	}
