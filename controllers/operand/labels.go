@@ -56,10 +56,10 @@ func ManagedRevisionSelector() labels.Selector {
 // them, so that a PodSet finds both what it controls and what it may
 // adopt in one lookup.
 //
-// A controller is known by its reference's name: the garbage collector
-// holds references to it too, and deletes an object whose controller
-// reference names a PodSet of another UID or none at all, so a reference
-// that names one PodSet and carries the UID of another does not last.
+// A controller is known by its reference's name, which
+// SetControllerReference writes with its UID. A reference whose name and
+// UID disagree, which only a hand-written one has, is found under its
+// label's PodSet alone.
 func PodSetNames(obj metav1.Object) []string {
 	label, labelled := obj.GetLabels()[appv1alpha1.LabelPodSet]
 	var controller string
