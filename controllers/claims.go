@@ -64,7 +64,9 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 	}
 	// The index has the revisions labelled with the PodSet's name and
 	// those controlled by a PodSet of that name, which may be a namesake
-	// deleted before it: of those, only the labelled ones are candidates.
+	// deleted before it: the candidates are those labelled with the name
+	// or controlled by this PodSet (ClaimRevisions would leave the others
+	// alone too).
 	var candidates []*appsv1.ControllerRevision
 	for i := range named.Items {
 		cr := &named.Items[i]
