@@ -63,20 +63,14 @@ func (r *PodSetReconciler) claimRevisions(ctx context.Context, s *podSetScope) e
 		return fmt.Errorf("listing revisions: %w", err)
 	}
 	// The index has the revisions labelled with the PodSet's name and
-	// those controlled by a PodSet of that name, which may be a namesake
-	// deleted before it: the candidates are those labelled with the name
-	// or controlled by this PodSet (ClaimRevisions would leave the others
-	// alone too).
-	var candidates []*appsv1.ControllerRevision
+	// those controlled by a PodSet of that name; ClaimRevisions leaves
+	// those of another controller (a namesake deleted before it) alone.
+	candidates := make([]*appsv1.ControllerRevision, len(named.Items))
 	for i := range named.Items {
-		cr := &named.Items[i]
-		labelled := cr.Labels[appv1alpha1.LabelPodSet] == ps.Name
+		candidates[i] = &named.Items[i]
 		// A revision of another owner under the PodSet's name still
 		// tells startFirstRevision that a name may be taken.
-		rs.NamesakesCached = rs.NamesakesCached || labelled
-		if ref := metav1.GetControllerOfNoCopy(cr); labelled || (ref != nil && ref.UID == ps.UID) {
-			candidates = append(candidates, cr)
-		}
+		rs.NamesakesCached = rs.NamesakesCached || named.Items[i].Labels[appv1alpha1.LabelPodSet] == ps.Name
 	}
 	claimed, err := r.refManager(s).ClaimRevisions(ctx, candidates)
 	rs.All = append(rs.All, claimed...)

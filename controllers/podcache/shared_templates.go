@@ -62,29 +62,29 @@ func (t *sharedTemplates) share(b []byte) string {
 		return deflate(b)
 	}
 	key := sha256.Sum256(b)
-	if s, ok := t.lookup(key); ok {
+	t.mu.Lock()
+	s, ok := t.lookupLocked(key)
+	t.mu.Unlock()
+	if ok {
 		return s
 	}
 	// Deflated outside the lock: the PodSet and revision informers share
 	// the table.
-	s := deflate(b)
+	deflated := deflate(b)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.byKey[key]; ok {
-		if p := c.first.Value(); p != nil {
-			return unsafe.String(p, c.n) // made meanwhile
-		}
+	if s, ok := t.lookupLocked(key); ok {
+		return s // made meanwhile
 	}
-	first := unsafe.StringData(s)
-	t.byKey[key] = sharedCopy{first: weak.Make(first), n: len(s)}
+	first := unsafe.StringData(deflated)
+	t.byKey[key] = sharedCopy{first: weak.Make(first), n: len(deflated)}
 	runtime.AddCleanup(first, t.forget, key)
-	return s
+	return deflated
 }
 
-// lookup returns the shared copy of key, if some object still holds it.
-func (t *sharedTemplates) lookup(key [sha256.Size]byte) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// lookupLocked returns the shared copy of key, if some object still holds
+// it; t.mu is held.
+func (t *sharedTemplates) lookupLocked(key [sha256.Size]byte) (string, bool) {
 	if c, ok := t.byKey[key]; ok {
 		if p := c.first.Value(); p != nil {
 			return unsafe.String(p, c.n), true
