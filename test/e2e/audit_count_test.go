@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -37,6 +38,10 @@ type podAuditEvent struct {
 	} `json:"responseObject"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time `json:"stageTimestamp"`
+	// User is who made the request, for the trail a failed test prints.
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
 }
 
 // at is when the event counts. A create counts when its response was
@@ -125,6 +130,32 @@ func podEventsInAuditLog(log io.Reader, ns string) ([]podAuditEvent, error) {
 	})
 	sort.SliceStable(events, func(i, j int) bool { return events[i].at().Before(events[j].at()) })
 	return events, err
+}
+
+// printPodAuditTrail prints, for a failed test, every pod create, delete
+// and recorded status write in namespace ns that the audit log holds, in
+// order, with who made it: who ended which pod, and when, is what the
+// component logs (removed with the cluster) cannot tell afterwards.
+func printPodAuditTrail(ns string) {
+	f, err := os.Open(env.cluster.AuditLogPath())
+	if err != nil {
+		fmt.Printf("----- no audit log: %v\n", err)
+		return
+	}
+	defer f.Close()
+	events, err := podEventsInAuditLog(f, ns)
+	fmt.Printf("----- audit log, pods of %s (%d events, error %v): received, verb, subresource, pod, phase written, user -----\n", ns, len(events), err)
+	for _, e := range events {
+		phase := ""
+		if e.ResponseObject != nil && e.ObjectRef.Subresource == "status" {
+			phase = e.ResponseObject.Status.Phase
+		}
+		name := e.ObjectRef.Name
+		if name == "" && e.ResponseObject != nil {
+			name = e.ResponseObject.Metadata.Name
+		}
+		fmt.Printf("%s %s %s %s %s %s\n", e.at().Format("15:04:05.000"), e.Verb, e.ObjectRef.Subresource, name, phase, e.User.Username)
+	}
 }
 
 // auditMaxRunning is the most pods running at once in namespace ns, live

@@ -454,6 +454,51 @@ func restoreNode(node string, restore func(context.Context, string) error) {
 	}
 }
 
+// printPods prints, for a failed test, where each pod of ns stands: its
+// node, phase, deletion and the condition that says why it is going.
+func printPods(ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var pods corev1.PodList
+	if err := env.admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		fmt.Printf("----- the pods of %s: %v\n", ns, err)
+		return
+	}
+	fmt.Printf("----- the pods of %s (%d): name, node, phase, created, deletion timestamp, DisruptionTarget -----\n", ns, len(pods.Items))
+	for _, p := range pods.Items {
+		deleting, disruption := "-", "-"
+		if p.DeletionTimestamp != nil {
+			deleting = p.DeletionTimestamp.UTC().Format("15:04:05")
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				disruption = string(c.Status) + "/" + c.Reason
+			}
+		}
+		fmt.Printf("%s %s %s %s %s %s\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.CreationTimestamp.UTC().Format("15:04:05"), deleting, disruption)
+	}
+}
+
+// printNodes prints, for a failed test, whether each node is Ready and its
+// taints.
+func printNodes() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := env.admin.List(ctx, &nodes); err != nil {
+		fmt.Printf("----- the nodes: %v\n", err)
+		return
+	}
+	fmt.Println("----- the nodes: name, Ready, taints -----")
+	for _, n := range nodes.Items {
+		var taints []string
+		for _, t := range n.Spec.Taints {
+			taints = append(taints, t.Key+":"+string(t.Effect))
+		}
+		fmt.Printf("%s %t %s\n", n.Name, nodeReady(&n), strings.Join(taints, ","))
+	}
+}
+
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -580,8 +625,17 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 			for _, r := range replicas {
 				r.printLogLinesMentioning(ns, 300)
 			}
+			printPodAuditTrail(ns)
 		}
 	})
+	// The nodes and pods as the failure found them, before the cleanups
+	// (a lost node given back) change them.
+	defer func() {
+		if t.Failed() {
+			printNodes()
+			printPods(ns)
+		}
+	}()
 	res := chaosResult{fault: "none (undisturbed)", scenario: scenario, bound: chaosReplicas}
 	if f != nil {
 		res.fault = f.name
