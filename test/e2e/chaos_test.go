@@ -90,6 +90,12 @@ func chaosTemplate(image string) string {
 		`volumeMounts: [{name: cache, mountPath: /var/cache/shop}]}], volumes: [{name: cache, emptyDir: {}}]}}`
 }
 
+// spreadOverNodes is template with its pods spread evenly over the nodes,
+// as a cluster's scheduler spreads a workload's pods by default.
+func spreadOverNodes(template string) string {
+	return strings.Replace(template, "spec: {containers:", "spec: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app.kubernetes.io/name: shop}}}], containers:", 1)
+}
+
 // replicas are the operator's two replicas.
 var replicas []*operatorProcess
 
@@ -349,6 +355,9 @@ var faults = []fault{
 			g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Name: node}, n)).To(Succeed())
 			g.Expect(n.Spec.Taints).To(ContainElement(HaveField("Key", corev1.TaintNodeUnreachable)))
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
+		// Pods bound there before the taint kept the scheduler away are
+		// the lost node's too.
+		Expect(env.cluster.MarkPodsOfLostNode(t.Context(), node)).To(Succeed())
 	}, true, false, false, true},
 	{"a node deleted (its pods removed by the pod garbage collector)", func(t *testing.T, tg faultTarget) {
 		node := busiestNode(t, tg.ns, tg.name)
@@ -394,7 +403,7 @@ func holdPlacesUntilTheNodeIsBack(t *testing.T, ns, name string) time.Time {
 		g.Expect(c.Message).To(ContainSubstring("terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	Consistently(func(g Gomega) {
-		g.Expect(len(livePods(g, t.Context(), ns, name))+terminatingPods(g, t.Context(), ns, name)).To(BeNumerically("<=", chaosReplicas),
+		g.Expect(liveOrTerminatingPods(g, t.Context(), ns, name)).To(BeNumerically("<=", chaosReplicas),
 			"live and terminating pods above replicas while the evicted pods hold their places")
 	}).WithContext(t.Context()).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
 	step("%d pods evicted from lost node %s held their places for 10 s; bringing the node back", held, node)
@@ -509,6 +518,21 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // terminatingPods counts the PodSet's pods being deleted.
+// liveOrTerminatingPods counts, from one list, the pods of PodSet ns/name
+// that are live or terminating: two lists, one for each, would count twice
+// a pod evicted between them.
+func liveOrTerminatingPods(g Gomega, ctx context.Context, ns, name string) int {
+	var list corev1.PodList
+	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
+	n := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || isLive(&p) {
+			n++
+		}
+	}
+	return n
+}
+
 func terminatingPods(g Gomega, ctx context.Context, ns, name string) int {
 	var list corev1.PodList
 	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
@@ -646,6 +670,7 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		start, res.bound = chaosReplicas, chaosReplicas+chaosSurge
 	}
 	image, extra := chaosImage, ""
+	template := ""
 	switch scenario {
 	case "rollback":
 		// minReadySeconds keeps the rollback under way for at least that
@@ -658,9 +683,13 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	case "complete":
 		extra = "podReplacementPolicy: TerminationComplete, "
 		res.bound = chaosReplicas
+		template = spreadOverNodes(chaosTemplate(image))
+	}
+	if template == "" {
+		template = chaosTemplate(image)
 	}
 	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d, %stemplate: %s}\n",
-		name, start, extra, chaosTemplate(image))
+		name, start, extra, template)
 	_, _, err := kubectlIn(t.Context(), strings.NewReader(manifest), "apply", "-n", ns, "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
 	expectConverged(t, ns, name, start)

@@ -40,6 +40,10 @@ func (c *Cluster) kwokArgs() ([]string, error) {
 		"--server-address=" + "127.0.0.1:" + strconv.Itoa(c.ports.kwok),
 		// Only used for nodes without spec.podCIDR; ours all have one.
 		"--cidr=10.64.0.0/12",
+		// The pods of a lost node (LoseNode) are left alone. The flag is
+		// deprecated in favour of Stage selectors, which would have to
+		// repeat the condition in each of kwok's pod Stages.
+		"--disregard-status-with-annotation-selector=" + lostNodePodAnnotation + "=true",
 	}
 	for _, s := range stages {
 		args = append(args, "--config="+s)

@@ -112,6 +112,56 @@ func TestCluster(t *testing.T) {
 		}).WithTimeout(time.Minute).Should(BeTrue(), "owned pod still exists")
 	})
 
+	// The premise of the fault matrix's lost node: nothing ends its pods,
+	// even while kwok's view of the node's Lease still says it holds it
+	// (here it does: the pods are marked without LoseNode). A pod of the
+	// same node that is not marked is ended as usual, so that the marked
+	// one staying is kwok leaving it alone, not kwok being slow.
+	t.Run("ALostNodesPodsAreLeftTerminating", func(t *testing.T) {
+		RegisterTestingT(t)
+		node := localcluster.NodeName(1)
+		pod := func(name string) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+				Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			}
+		}
+		running := func(name string) func(g Gomega) {
+			return func(g Gomega) {
+				p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+			}
+		}
+		gone := func(name string) func() bool {
+			return func() bool {
+				_, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			}
+		}
+		_, err := cs.CoreV1().Pods("default").Create(ctx, pod("on-lost-node"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(running("on-lost-node")).WithTimeout(time.Minute).Should(Succeed())
+		Expect(a.MarkPodsOfLostNode(ctx, node)).To(Succeed())
+		_, err = cs.CoreV1().Pods("default").Create(ctx, pod("unmarked"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(running("unmarked")).WithTimeout(time.Minute).Should(Succeed())
+
+		for _, name := range []string{"on-lost-node", "unmarked"} {
+			Expect(cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})).To(Succeed())
+		}
+		Eventually(gone("unmarked")).WithTimeout(time.Minute).Should(BeTrue(), "kwok did not end a pod of a node it serves")
+		Consistently(func(g Gomega) {
+			p, err := cs.CoreV1().Pods("default").Get(ctx, "on-lost-node", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred(), "kwok ended a pod of a lost node")
+			g.Expect(p.DeletionTimestamp).NotTo(BeNil())
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+
+		// Given back, the node's kwok ends it.
+		Expect(a.RestoreNode(ctx, node)).To(Succeed())
+		Eventually(gone("on-lost-node")).WithTimeout(time.Minute).Should(BeTrue(), "the pod of a node given back still exists")
+	})
+
 	t.Run("ServiceAccountTokenIdentity", func(t *testing.T) {
 		RegisterTestingT(t)
 		_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx,

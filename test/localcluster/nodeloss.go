@@ -9,7 +9,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -23,25 +25,82 @@ import (
 // grace period and taints it NoExecute, and its pods, evicted once their
 // toleration runs out, stay Terminating, since no kubelet confirms their
 // end.
+//
+// kwok decides whether it holds a Lease from its own cache of the Leases,
+// and that view can lag by tens of seconds: in the full fault matrix, a node
+// lost 50 s after it was given back still looked held to kwok when its pods
+// were evicted 36 s later, and kwok, playing the kubelet, ended them at
+// once: the node was not lost for its pods. So the
+// pods bound to a lost node are also marked with lostNodePodAnnotation,
+// which kwok is started to disregard (kwokArgs): kwok leaves them alone
+// whatever its cache says, as nothing ends the pods of a host that is gone.
 const lostNodeHolder = "lost-host"
 
-// LoseNode makes the node name go silent, as above.
+// lostNodePodAnnotation marks the pods of a lost node; kwok neither reports
+// their status nor ends them while they carry it.
+const lostNodePodAnnotation = "localcluster.podset-operator.example.com/on-lost-node"
+
+// LoseNode makes the node name go silent, as above, and marks the pods bound
+// to it.
 func (c *Cluster) LoseNode(ctx context.Context, name string) error {
-	return c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
+	err := c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
 		spec.HolderIdentity = ptr.To(lostNodeHolder)
 		spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 		// Far ahead: kwok takes a Lease over only once it has expired.
 		spec.LeaseDurationSeconds = ptr.To(int32(3600))
 	})
+	if err != nil {
+		return err
+	}
+	return c.MarkPodsOfLostNode(ctx, name)
 }
 
-// RestoreNode gives a lost node back to kwok: with the Lease released, kwok
-// takes it at its next renewal, reports the node Ready again and ends the
-// pods left Terminating there, as a kubelet coming back would.
+// MarkPodsOfLostNode marks the pods bound to lost node name that are not
+// marked yet: those the scheduler bound there after LoseNode, before the
+// node lifecycle controller tainted it.
+func (c *Cluster) MarkPodsOfLostNode(ctx context.Context, name string) error {
+	return c.markPodsOfNode(ctx, name, true)
+}
+
+// RestoreNode gives a lost node back to kwok: with the Lease released and
+// its pods unmarked, kwok takes the Lease at its next renewal, reports the
+// node Ready again and ends the pods left Terminating there, as a kubelet
+// coming back would.
 func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
-	return c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
+	err := c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
 		spec.HolderIdentity, spec.RenewTime = nil, nil
 	})
+	if err != nil {
+		return err
+	}
+	return c.markPodsOfNode(ctx, name, false)
+}
+
+// markPodsOfNode sets (lost) or removes lostNodePodAnnotation on the pods
+// bound to node name, in every namespace. A pod gone meanwhile is skipped.
+func (c *Cluster) markPodsOfNode(ctx context.Context, name string, lost bool) error {
+	cs, err := c.adminClientset()
+	if err != nil {
+		return err
+	}
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+	if err != nil {
+		return fmt.Errorf("listing the pods of node %s: %w", name, err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + lostNodePodAnnotation + `":"true"}}}`)
+	if !lost {
+		patch = []byte(`{"metadata":{"annotations":{"` + lostNodePodAnnotation + `":null}}}`)
+	}
+	for _, pod := range pods.Items {
+		if _, marked := pod.Annotations[lostNodePodAnnotation]; marked == lost {
+			continue
+		}
+		_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking pod %s/%s of node %s: %w", pod.Namespace, pod.Name, name, err)
+		}
+	}
+	return nil
 }
 
 // RecreateNode registers a fake node again after a test deleted it; kwok
