@@ -90,10 +90,19 @@ func chaosTemplate(image string) string {
 		`volumeMounts: [{name: cache, mountPath: /var/cache/shop}]}], volumes: [{name: cache, emptyDir: {}}]}}`
 }
 
-// spreadOverNodes is template with its pods spread evenly over the nodes,
-// as a cluster's scheduler spreads a workload's pods by default.
+// spreadOverNodes is template with its pods spread evenly over the nodes
+// that take pods (tainted ones left out of the count). Left to the
+// scheduler, identical pods without requests may all land on one node, one
+// just emptied by the scenario before; spread, the lost node holds a third
+// of them whichever node it is, and its pods hold their places beside live
+// ones on the other nodes.
 func spreadOverNodes(template string) string {
-	return strings.Replace(template, "spec: {containers:", "spec: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app.kubernetes.io/name: shop}}}], containers:", 1)
+	spread := strings.Replace(template, "spec: {containers:", "spec: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, "+
+		"whenUnsatisfiable: DoNotSchedule, nodeTaintsPolicy: Honor, labelSelector: {matchLabels: {app.kubernetes.io/name: shop}}}], containers:", 1)
+	if spread == template {
+		panic("spreadOverNodes: the template has no spec.containers to put the constraint before")
+	}
+	return spread
 }
 
 // replicas are the operator's two replicas.
@@ -345,8 +354,10 @@ var faults = []fault{
 		// The node with the most of the PodSet's pods; the reference's
 		// are spread over the same nodes by the same scheduler.
 		node := busiestNode(t, tg.ns, tg.name)
-		Expect(env.cluster.LoseNode(t.Context(), node)).To(Succeed())
+		// Registered first: a loss that fails half-way must not leave
+		// the node lost for the scenarios after.
 		t.Cleanup(func() { restoreNode(node, env.cluster.RestoreNode) })
+		Expect(env.cluster.LoseNode(t.Context(), node)).To(Succeed())
 		// The clock starts once the control plane has noticed, when the
 		// node lifecycle controller taints the node: the grace period
 		// before is the cluster's, the same for every controller.
@@ -354,10 +365,11 @@ var faults = []fault{
 			n := &corev1.Node{}
 			g.Expect(env.admin.Get(t.Context(), client.ObjectKey{Name: node}, n)).To(Succeed())
 			g.Expect(n.Spec.Taints).To(ContainElement(HaveField("Key", corev1.TaintNodeUnreachable)))
+			// Pods bound there before the NoSchedule taint kept the
+			// scheduler away are the lost node's too.
+			g.Expect(env.cluster.MarkPodsOfLostNode(t.Context(), node)).To(Succeed())
+			g.Expect(n.Spec.Taints).To(ContainElement(And(HaveField("Key", corev1.TaintNodeUnreachable), HaveField("Effect", corev1.TaintEffectNoSchedule))))
 		}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
-		// Pods bound there before the taint kept the scheduler away are
-		// the lost node's too.
-		Expect(env.cluster.MarkPodsOfLostNode(t.Context(), node)).To(Succeed())
 	}, true, false, false, true},
 	{"a node deleted (its pods removed by the pod garbage collector)", func(t *testing.T, tg faultTarget) {
 		node := busiestNode(t, tg.ns, tg.name)
@@ -393,20 +405,24 @@ func holdPlacesUntilTheNodeIsBack(t *testing.T, ns, name string) time.Time {
 		}
 		g.Expect(node).NotTo(BeEmpty(), "no pod evicted yet")
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll / 10).Should(Succeed())
-	held := 0
+	var held []string
 	Eventually(func(g Gomega) {
-		held = terminatingPods(g, t.Context(), ns, name)
+		held = terminatingPodNames(g, t.Context(), ns, name)
 		st := getPodSet(g, t.Context(), ns, name).Status
-		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(held))
+		g.Expect(st.TerminatingReplicas).To(BeEquivalentTo(len(held)))
 		c := meta.FindStatusCondition(st.Conditions, appv1alpha1.ConditionProgressing)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring("terminating pods are waited for (podReplacementPolicy TerminationComplete)"))
 	}).WithContext(t.Context()).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	Consistently(func(g Gomega) {
+		// The scenario's premise: nothing ends a lost node's pods. A
+		// pod gone here was ended by the cluster, not the operator.
+		g.Expect(terminatingPodNames(g, t.Context(), ns, name)).To(ContainElements(held),
+			"premise broken: a pod of the lost node ended while the node was lost")
 		g.Expect(liveOrTerminatingPods(g, t.Context(), ns, name)).To(BeNumerically("<=", chaosReplicas),
 			"live and terminating pods above replicas while the evicted pods hold their places")
 	}).WithContext(t.Context()).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
-	step("%d pods evicted from lost node %s held their places for 10 s; bringing the node back", held, node)
+	step("%d pods evicted from lost node %s held their places for 10 s; bringing the node back", len(held), node)
 	back := time.Now()
 	restoreNode(node, env.cluster.RestoreNode)
 	return back
@@ -517,7 +533,6 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// terminatingPods counts the PodSet's pods being deleted.
 // liveOrTerminatingPods counts, from one list, the pods of PodSet ns/name
 // that are live or terminating: two lists, one for each, would count twice
 // a pod evicted between them.
@@ -533,6 +548,20 @@ func liveOrTerminatingPods(g Gomega, ctx context.Context, ns, name string) int {
 	return n
 }
 
+// terminatingPodNames names the PodSet's pods being deleted.
+func terminatingPodNames(g Gomega, ctx context.Context, ns, name string) []string {
+	var list corev1.PodList
+	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
+	var names []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// terminatingPods counts the PodSet's pods being deleted.
 func terminatingPods(g Gomega, ctx context.Context, ns, name string) int {
 	var list corev1.PodList
 	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())

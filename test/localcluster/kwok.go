@@ -43,7 +43,7 @@ func (c *Cluster) kwokArgs() ([]string, error) {
 		// The pods of a lost node (LoseNode) are left alone. The flag is
 		// deprecated in favour of Stage selectors, which would have to
 		// repeat the condition in each of kwok's pod Stages.
-		"--disregard-status-with-annotation-selector=" + lostNodePodAnnotation + "=true",
+		"--disregard-status-with-annotation-selector=" + lostNodePodAnnotation,
 	}
 	for _, s := range stages {
 		args = append(args, "--config="+s)

@@ -139,6 +139,13 @@ func TestCluster(t *testing.T) {
 				return apierrors.IsNotFound(err)
 			}
 		}
+		t.Cleanup(func() {
+			// A failure must not leave the node's pods marked.
+			_ = a.RestoreNode(ctx, node)
+			for _, name := range []string{"on-lost-node", "unmarked"} {
+				_ = cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			}
+		})
 		_, err := cs.CoreV1().Pods("default").Create(ctx, pod("on-lost-node"), metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(running("on-lost-node")).WithTimeout(time.Minute).Should(Succeed())

@@ -26,18 +26,18 @@ import (
 // toleration runs out, stay Terminating, since no kubelet confirms their
 // end.
 //
-// kwok decides whether it holds a Lease from its own cache of the Leases,
-// and that view can lag by tens of seconds: in the full fault matrix, a node
-// lost 50 s after it was given back still looked held to kwok when its pods
-// were evicted 36 s later, and kwok, playing the kubelet, ended them at
-// once: the node was not lost for its pods. So the
-// pods bound to a lost node are also marked with lostNodePodAnnotation,
-// which kwok is started to disregard (kwokArgs): kwok leaves them alone
-// whatever its cache says, as nothing ends the pods of a host that is gone.
+// kwok decides whether it holds a Lease from its informer cache, which can
+// lag by tens of seconds; while it wrongly believes it holds a lost node's
+// Lease, it would end the node's evicted pods as a live kubelet does. So the
+// pods bound to a lost node also carry lostNodePodAnnotation, which kwok is
+// started to disregard (kwokArgs): nothing ends them, whatever kwok's view
+// of the Lease.
 const lostNodeHolder = "lost-host"
 
 // lostNodePodAnnotation marks the pods of a lost node; kwok neither reports
-// their status nor ends them while they carry it.
+// their status nor ends them while they carry it (a step of kwok's that was
+// already queued for a pod when it was marked still runs: marking comes
+// before the evictions, so that none of those is one of their deletions).
 const lostNodePodAnnotation = "localcluster.podset-operator.example.com/on-lost-node"
 
 // LoseNode makes the node name go silent, as above, and marks the pods bound
@@ -66,14 +66,16 @@ func (c *Cluster) MarkPodsOfLostNode(ctx context.Context, name string) error {
 // its pods unmarked, kwok takes the Lease at its next renewal, reports the
 // node Ready again and ends the pods left Terminating there, as a kubelet
 // coming back would.
+//
+// The pods are unmarked first: kwok syncs a node's pods when it takes its
+// Lease, and pods still marked then would be skipped for good.
 func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
-	err := c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
-		spec.HolderIdentity, spec.RenewTime = nil, nil
-	})
-	if err != nil {
+	if err := c.markPodsOfNode(ctx, name, false); err != nil {
 		return err
 	}
-	return c.markPodsOfNode(ctx, name, false)
+	return c.updateNodeLease(ctx, name, func(spec *coordinationv1.LeaseSpec) {
+		spec.HolderIdentity, spec.RenewTime = nil, nil
+	})
 }
 
 // markPodsOfNode sets (lost) or removes lostNodePodAnnotation on the pods
@@ -97,7 +99,7 @@ func (c *Cluster) markPodsOfNode(ctx context.Context, name string, lost bool) er
 		}
 		_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("marking pod %s/%s of node %s: %w", pod.Namespace, pod.Name, name, err)
+			return fmt.Errorf("%s pod %s/%s of node %s: %w", map[bool]string{true: "marking", false: "unmarking"}[lost], pod.Namespace, pod.Name, name, err)
 		}
 	}
 	return nil
