@@ -83,9 +83,9 @@ func (x *PodIndex) add(indexer toolscache.Indexer) {
 
 // Candidates returns the cached pods of namespace that are controlled by the
 // PodSet uid (through a controller reference that names the PodSet, as
-// SetControllerReference writes it) or carry the PodSet label name. The pods are the cache's own
-// objects: callers must not modify them (adoptPods and releasePod copy
-// first).
+// SetControllerReference writes it) or carry the PodSet label name. The
+// pods are the cache's own objects: callers must not modify them (adoptPods
+// and releasePod copy first).
 func (x *PodIndex) Candidates(namespace, name string, uid types.UID) ([]*slimpod.Pod, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

@@ -537,10 +537,8 @@ func nodeReady(n *corev1.Node) bool {
 // that are live or terminating: two lists, one for each, would count twice
 // a pod evicted between them.
 func liveOrTerminatingPods(g Gomega, ctx context.Context, ns, name string) int {
-	var list corev1.PodList
-	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
 	n := 0
-	for _, p := range list.Items {
+	for _, p := range podSetPods(g, ctx, ns, name) {
 		if p.DeletionTimestamp != nil || isLive(&p) {
 			n++
 		}
@@ -550,10 +548,8 @@ func liveOrTerminatingPods(g Gomega, ctx context.Context, ns, name string) int {
 
 // terminatingPodNames names the PodSet's pods being deleted.
 func terminatingPodNames(g Gomega, ctx context.Context, ns, name string) []string {
-	var list corev1.PodList
-	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
 	var names []string
-	for _, p := range list.Items {
+	for _, p := range podSetPods(g, ctx, ns, name) {
 		if p.DeletionTimestamp != nil {
 			names = append(names, p.Name)
 		}
@@ -563,15 +559,14 @@ func terminatingPodNames(g Gomega, ctx context.Context, ns, name string) []strin
 
 // terminatingPods counts the PodSet's pods being deleted.
 func terminatingPods(g Gomega, ctx context.Context, ns, name string) int {
+	return len(terminatingPodNames(g, ctx, ns, name))
+}
+
+// podSetPods lists the pods labelled for PodSet ns/name, whatever their state.
+func podSetPods(g Gomega, ctx context.Context, ns, name string) []corev1.Pod {
 	var list corev1.PodList
 	g.Expect(env.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{podSetLabel: name})).To(Succeed())
-	n := 0
-	for _, p := range list.Items {
-		if p.DeletionTimestamp != nil {
-			n++
-		}
-	}
-	return n
+	return list.Items
 }
 
 // deleteFraction deletes a random fraction of pods.
@@ -699,7 +694,6 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 		start, res.bound = chaosReplicas, chaosReplicas+chaosSurge
 	}
 	image, extra := chaosImage, ""
-	template := ""
 	switch scenario {
 	case "rollback":
 		// minReadySeconds keeps the rollback under way for at least that
@@ -712,10 +706,10 @@ func runScenario(t *testing.T, scenario string, f *fault, slug string) chaosResu
 	case "complete":
 		extra = "podReplacementPolicy: TerminationComplete, "
 		res.bound = chaosReplicas
-		template = spreadOverNodes(chaosTemplate(image))
 	}
-	if template == "" {
-		template = chaosTemplate(image)
+	template := chaosTemplate(image)
+	if scenario == "complete" {
+		template = spreadOverNodes(template)
 	}
 	manifest := fmt.Sprintf("apiVersion: app.example.com/v1alpha1\nkind: PodSet\nmetadata: {name: %s}\nspec: {replicas: %d, %stemplate: %s}\n",
 		name, start, extra, template)

@@ -89,17 +89,18 @@ func (c *Cluster) markPodsOfNode(ctx context.Context, name string, lost bool) er
 	if err != nil {
 		return fmt.Errorf("listing the pods of node %s: %w", name, err)
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + lostNodePodAnnotation + `":"true"}}}`)
+	value, doing := `"true"`, "marking"
 	if !lost {
-		patch = []byte(`{"metadata":{"annotations":{"` + lostNodePodAnnotation + `":null}}}`)
+		value, doing = "null", "unmarking"
 	}
+	patch := []byte(`{"metadata":{"annotations":{"` + lostNodePodAnnotation + `":` + value + `}}}`)
 	for _, pod := range pods.Items {
 		if _, marked := pod.Annotations[lostNodePodAnnotation]; marked == lost {
 			continue
 		}
 		_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s pod %s/%s of node %s: %w", map[bool]string{true: "marking", false: "unmarking"}[lost], pod.Namespace, pod.Name, name, err)
+			return fmt.Errorf("%s pod %s/%s of node %s: %w", doing, pod.Namespace, pod.Name, name, err)
 		}
 	}
 	return nil
