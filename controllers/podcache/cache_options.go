@@ -39,18 +39,21 @@ func CacheOptions(namespaces []string, pods *PodIndex, podSets *metrics.PodSetCo
 		return informer
 	}
 	templates := newSharedTemplates()
+	// One table for the three kinds: a revision's owner reference is its
+	// pods', and the three share namespaces.
+	shared := newSharedValues(time.Now)
 	opts := cache.Options{
 		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: newPodTransform(time.Now)},
+			&corev1.Pod{}: {Label: operand.ManagedSelector(), Transform: podTransform(shared)},
 			// The PodSets' templates are kept encoded, and decoded in
 			// the copy each read makes: never read them without copies
 			// (UnsafeDisableDeepCopy) but for other fields.
-			&appv1alpha1.PodSet{}: {Transform: podSetTransform(templates)},
+			&appv1alpha1.PodSet{}: {Transform: podSetTransform(templates, shared)},
 			// Only this operator's revisions, not every StatefulSet's
 			// and DaemonSet's.
-			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector(), Transform: revisionTransform(templates)},
+			&appsv1.ControllerRevision{}: {Label: operand.ManagedRevisionSelector(), Transform: revisionTransform(templates, shared)},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -80,6 +83,9 @@ func ClientOptions() client.Options {
 // operator writes PodSets only by patches of the fields it sets, so the
 // annotation stays on the API server as it is.
 //
+// Its namespace and its conditions' types, statuses and reasons are
+// shared with the other cached objects' (sharedValues.sharePodSet).
+//
 // It also keeps spec.template encoded (encodeTemplate): decoded, a
 // chart-sized template is about four times its JSON, and one is cached for
 // every PodSet, however many pods it has. Encoded, it is one copy with the
@@ -87,13 +93,14 @@ func ClientOptions() client.Options {
 // (RestoreTemplate) right after reading the PodSet; nothing else
 // reads a cached PodSet's template. Everything else is kept
 // (TestPodSetTransformKeepsEveryOtherField).
-func podSetTransform(templates *sharedTemplates) toolscache.TransformFunc {
+func podSetTransform(templates *sharedTemplates, shared *sharedValues) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		ps, ok := obj.(*appv1alpha1.PodSet)
 		if !ok {
 			return obj, nil
 		}
 		transformPodSet(ps, templates)
+		shared.sharePodSet(ps)
 		return ps, nil
 	}
 }
@@ -119,25 +126,29 @@ func transformPodSet(ps *appv1alpha1.PodSet, templates *sharedTemplates) {
 // revision's data the shared deflated copy of those bytes, which the
 // PodSets that run the revision hold too (encodeTemplate): Data.Object
 // becomes a deflatedData, Data.Raw nil. revision.Decode reads either form,
-// and the revision encodes to the same JSON.
-func revisionTransform(templates *sharedTemplates) toolscache.TransformFunc {
+// and the revision encodes to the same JSON. Its namespace, owner
+// reference and label keys are shared with the other cached objects'
+// (sharedValues.shareRevision).
+func revisionTransform(templates *sharedTemplates, shared *sharedValues) toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(obj any) (any, error) {
 		obj, err := strip(obj)
 		cr, ok := obj.(*appsv1.ControllerRevision)
-		if err != nil || !ok || len(cr.Data.Raw) < minSharedTemplate {
+		if err != nil || !ok {
 			return obj, err
 		}
-		cr.Data = runtime.RawExtension{Object: &deflatedData{deflated: templates.share(cr.Data.Raw)}}
+		shared.shareRevision(cr)
+		if len(cr.Data.Raw) >= minSharedTemplate {
+			cr.Data = runtime.RawExtension{Object: &deflatedData{deflated: templates.share(cr.Data.Raw)}}
+		}
 		return cr, nil
 	}
 }
 
-// newPodTransform is the transform of cached pods: slimPod, then the pod's
+// podTransform is the transform of cached pods: slimPod, then the pod's
 // common parts shared with the other cached pods (see sharedValues). The
 // informer's store holds what it returns, a *slimpod.Pod.
-func newPodTransform(now func() time.Time) toolscache.TransformFunc {
-	shared := newSharedValues(now)
+func podTransform(shared *sharedValues) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {

@@ -484,7 +484,7 @@ func TestCachedPodsWithoutRevisionKeepTheirContainers(t *testing.T) {
 func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 	g := NewWithT(t)
 	tombstone := toolscache.DeletedFinalStateUnknown{Key: "ns/web-1"}
-	out, err := newPodTransform(time.Now)(tombstone)
+	out, err := podTransform(newSharedValues(time.Now))(tombstone)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(tombstone))
 }
@@ -494,7 +494,7 @@ func TestCachedPodTransformPassesTombstonesThrough(t *testing.T) {
 // comes out as it went in.
 func TestCachedPodTransformPassesSlimPodsThrough(t *testing.T) {
 	g := NewWithT(t)
-	transform := newPodTransform(time.Now)
+	transform := podTransform(newSharedValues(time.Now))
 	slim, err := transform(newPodFromSpec(unitPodSet(1), ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(slim).To(BeAssignableToTypeOf(&slimpod.Pod{}))

@@ -6,10 +6,13 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
@@ -17,7 +20,8 @@ import (
 // that all of them point to, instead of one copy per pod: the pods of a
 // PodSet revision carry the same labels, annotations and owner reference,
 // sit in a few namespaces and on a few nodes, and most of them report the
-// same slimmed container statuses. The API server's decoder allocates each
+// same slimmed container statuses. Cached PodSets and revisions share
+// theirs too (sharePodSet, shareRevision). The API server's decoder allocates each
 // of those anew for every pod and every event; held per pod they were about
 // a third of the operator's heap.
 //
@@ -74,6 +78,69 @@ func (v *sharedValues) sharePod(pod *slimpod.Pod, inPlace bool) {
 	if len(pod.Status.ContainerStatuses) > 0 && !inPlace {
 		pod.Status.ContainerStatuses = v.containers.share(containerStatusesKey(pod.Status.ContainerStatuses), pod.Status.ContainerStatuses)
 	}
+}
+
+// sharePodSet points a cached PodSet's common strings at the shared ones:
+// its namespace, and its conditions' types, statuses and reasons, which
+// every PodSet writes from the same few. Their messages are left as they
+// are: most name the PodSet's own revision. Like shareRevision, it writes
+// only what is not shared yet, so that a second transform of a cached
+// object, which others may be reading, writes nothing.
+func (v *sharedValues) sharePodSet(ps *appv1alpha1.PodSet) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.shareString(&ps.Namespace)
+	for i := range ps.Status.Conditions {
+		c := &ps.Status.Conditions[i]
+		v.shareString(&c.Type)
+		v.shareString((*string)(&c.Status))
+		v.shareString(&c.Reason)
+	}
+}
+
+// shareRevision points a cached ControllerRevision's common parts at the
+// shared ones: its namespace, its owner reference (the same as its pods':
+// the PodSet that controls them), and its labels' keys and their values
+// but those naming the PodSet and the revision, which are its own.
+func (v *sharedValues) shareRevision(cr *appsv1.ControllerRevision) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.shareString(&cr.Namespace)
+	if len(cr.OwnerReferences) > 0 {
+		if refs := v.owners.share(ownerReferencesKey(cr.OwnerReferences), cr.OwnerReferences); !sameSlice(refs, cr.OwnerReferences) {
+			cr.OwnerReferences = refs
+		}
+	}
+	labels, changed := make(map[string]string, len(cr.Labels)), false
+	for k, val := range cr.Labels {
+		sk, sval := v.string(k), val
+		if k != appv1alpha1.LabelPodSet && k != appv1alpha1.LabelRevisionHash {
+			sval = v.string(val)
+		}
+		changed = changed || !sameString(sk, k) || !sameString(sval, val)
+		labels[sk] = sval
+	}
+	if changed {
+		cr.Labels = labels
+	}
+}
+
+// shareString points *s at the shared copy of its value, unless it is
+// that copy already.
+func (v *sharedValues) shareString(s *string) {
+	if shared := v.string(*s); !sameString(shared, *s) {
+		*s = shared
+	}
+}
+
+// sameString tells whether a and b are one string, not two equal ones.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// sameSlice tells whether a and b are one slice.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 func (v *sharedValues) string(s string) string {

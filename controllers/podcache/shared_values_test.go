@@ -1,17 +1,22 @@
 package podcache
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 	"unsafe"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	appv1alpha1 "github.com/example/podset-operator/api/v1alpha1"
+	"github.com/example/podset-operator/controllers/revision"
 	"github.com/example/podset-operator/controllers/slimpod"
 )
 
@@ -138,4 +143,113 @@ func TestSharedValuesAreForgottenWhenNoPodAsksForThem(t *testing.T) {
 	v.sharePod(late, false)
 	g.Expect(same(late.Labels, idle.Labels)).To(BeFalse(), "forgotten after a period without a pod asking")
 	g.Expect(late.Labels).To(Equal(idle.Labels))
+}
+
+// transformsOf are the cache's transforms of pods, PodSets and revisions,
+// which share one table of values.
+func transformsOf(g Gomega) (pods, podSets, revisions toolscache.TransformFunc) {
+	for obj, byObject := range CacheOptions(nil, NewPodIndex(), nil, nil).ByObject {
+		switch obj.(type) {
+		case *corev1.Pod:
+			pods = byObject.Transform
+		case *appv1alpha1.PodSet:
+			podSets = byObject.Transform
+		case *appsv1.ControllerRevision:
+			revisions = byObject.Transform
+		}
+	}
+	g.Expect([]toolscache.TransformFunc{pods, podSets, revisions}).NotTo(ContainElement(BeNil()))
+	return pods, podSets, revisions
+}
+
+// decoded is obj as the API server's decoder hands it to a transform:
+// every string, map and slice its own allocation.
+func decoded[T any](g Gomega, obj T) T {
+	var out T
+	g.Expect(json.Unmarshal(must(json.Marshal(obj)), &out)).To(Succeed())
+	return out
+}
+
+// A PodSet's revision is owned as its pods are: the cached revision holds
+// their owner reference and namespace, and the label keys and the
+// managed-by value of every other revision, with its content unchanged. A
+// second transform leaves it as it is.
+func TestCachedRevisionsShareTheirPodsOwnerReference(t *testing.T) {
+	g := NewWithT(t)
+	podTransform, _, revisionTransform := transformsOf(g)
+	ref := func(ps *appv1alpha1.PodSet) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: appv1alpha1.GroupVersion.String(), Kind: "PodSet", Name: ps.Name, UID: ps.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	}
+	written := func(ps *appv1alpha1.PodSet, hash string) *appsv1.ControllerRevision {
+		data, err := revision.Encode(revision.FromPodSet(ps))
+		g.Expect(err).NotTo(HaveOccurred())
+		return &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: ps.Name + "-" + hash, Namespace: ps.Namespace, OwnerReferences: []metav1.OwnerReference{ref(ps)},
+				Labels: map[string]string{appv1alpha1.LabelPodSet: ps.Name, appv1alpha1.LabelManagedBy: appv1alpha1.ManagedByValue, appv1alpha1.LabelRevisionHash: hash},
+			},
+			Data: data, Revision: 2,
+		}
+	}
+	cachedRevision := func(cr *appsv1.ControllerRevision) *appsv1.ControllerRevision {
+		out, err := revisionTransform(decoded(g, cr))
+		g.Expect(err).NotTo(HaveOccurred())
+		return out.(*appsv1.ControllerRevision)
+	}
+	web, api := unitPodSet(3), unitPodSet(2)
+	web.UID, api.Name, api.UID = "web-uid", "api", "api-uid"
+	pod := newPodFromSpec(web, testOperandImage)
+	pod.Name, pod.OwnerReferences = web.Name+"-a", []metav1.OwnerReference{ref(web)}
+	out, err := podTransform(decoded(g, pod))
+	g.Expect(err).NotTo(HaveOccurred())
+	cachedPod := out.(*slimpod.Pod)
+
+	webRevision := written(web, "abc")
+	cached, other := cachedRevision(webRevision), cachedRevision(written(api, "def"))
+
+	g.Expect(json.Marshal(cached)).To(MatchJSON(must(json.Marshal(webRevision))), "the cached revision reads as written")
+	g.Expect(same(cached.OwnerReferences, cachedPod.OwnerReferences)).To(BeTrue(), "owner references")
+	g.Expect(sameString(cached.Namespace, cachedPod.Namespace)).To(BeTrue(), "namespace")
+	keys := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k := range m {
+			out[string([]byte(k))] = k
+		}
+		return out
+	}
+	otherKeys := keys(other.Labels)
+	for k := range cached.Labels {
+		g.Expect(sameString(k, otherKeys[k])).To(BeTrue(), "label key %s", k)
+	}
+	g.Expect(sameString(cached.Labels[appv1alpha1.LabelManagedBy], other.Labels[appv1alpha1.LabelManagedBy])).To(BeTrue())
+
+	labels, refs := cached.Labels, cached.OwnerReferences
+	again, err := revisionTransform(cached)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same(again.(*appsv1.ControllerRevision).Labels, labels)).To(BeTrue(), "a cached revision is not written again")
+	g.Expect(same(again.(*appsv1.ControllerRevision).OwnerReferences, refs)).To(BeTrue())
+}
+
+// PodSets write their conditions from a few words: the cached PodSets
+// share them, and keep their own messages.
+func TestCachedPodSetsShareTheirConditionsWords(t *testing.T) {
+	g := NewWithT(t)
+	_, podSetTransform, _ := transformsOf(g)
+	cachedPodSet := func(name, message string) *appv1alpha1.PodSet {
+		ps := unitPodSet(3)
+		ps.Name = name
+		ps.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
+			Reason: "AllPodsAvailable", Message: message, LastTransitionTime: metav1.Unix(1, 0)}}
+		out, err := podSetTransform(decoded(g, ps))
+		g.Expect(err).NotTo(HaveOccurred())
+		return out.(*appv1alpha1.PodSet)
+	}
+	a, b := cachedPodSet("web", "all 3 pods run revision web-1"), cachedPodSet("api", "all 3 pods run revision api-1")
+
+	g.Expect(a.Status.Conditions[0].Message).To(Equal("all 3 pods run revision web-1"))
+	ca, cb := a.Status.Conditions[0], b.Status.Conditions[0]
+	for _, pair := range [][2]string{{ca.Type, cb.Type}, {string(ca.Status), string(cb.Status)}, {ca.Reason, cb.Reason}, {a.Namespace, b.Namespace}} {
+		g.Expect(sameString(pair[0], pair[1])).To(BeTrue(), "%s is shared", pair[0])
+	}
 }
