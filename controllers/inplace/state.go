@@ -167,7 +167,7 @@ func Pending(pod *slimpod.Pod) bool {
 //   - for a resize, the container's resources in the status are those
 //     asked for, and no resize is pending or in progress.
 func Done(pod *slimpod.Pod, st State) bool {
-	if pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
+	if observed := pod.ObservedGeneration(); observed != 0 && observed < pod.Generation {
 		return false
 	}
 	if st.Resize && !st.Template && st.Resources == nil {

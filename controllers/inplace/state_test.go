@@ -27,7 +27,8 @@ func updatedPod(st inplace.State, cs corev1.ContainerStatus, observed int64, con
 			Labels:      map[string]string{appv1alpha1.LabelRevisionHash: "new"},
 			Annotations: map[string]string{appv1alpha1.AnnotationInPlaceUpdate: st.Encode()},
 		},
-		Status: slimpod.PodStatus{ObservedGeneration: observed, ContainerStatuses: []corev1.ContainerStatus{cs}, Conditions: conditions},
+		Status: slimpod.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}, Conditions: conditions},
+		Extra:  slimpod.NewExtra(nil, nil, observed),
 	}
 }
 
@@ -178,7 +179,8 @@ func TestDoneForATemplatesContainers(t *testing.T) {
 	pod := func(webID string, metricsCPU string) *slimpod.Pod {
 		return &slimpod.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2},
-			Status: slimpod.PodStatus{ObservedGeneration: 2, ContainerStatuses: []corev1.ContainerStatus{
+			Extra:      slimpod.NewExtra(nil, nil, 2),
+			Status: slimpod.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "proxy", ContainerID: "containerd://proxy", State: running, Ready: true, RestartCount: 4},
 				{Name: "web", ContainerID: webID, State: running, Ready: true, RestartCount: 1},
 				{Name: "metrics", ContainerID: "containerd://m", State: running, Ready: true,

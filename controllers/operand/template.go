@@ -173,12 +173,13 @@ func MatchesTemplate(pod *slimpod.Pod, tmpl revision.Template, defaultImage stri
 	}
 	want := Container(tmpl, defaultImage)
 	var got *corev1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == ContainerName {
-			got = &pod.Spec.Containers[i]
+	containers := pod.Containers()
+	for i := range containers {
+		if containers[i].Name == ContainerName {
+			got = &containers[i]
 		}
 	}
-	if got == nil || len(pod.Spec.Containers) != 1 || got.Image != want.Image || !sameCommand(got.Command, want.Command) ||
+	if got == nil || len(containers) != 1 || got.Image != want.Image || !sameCommand(got.Command, want.Command) ||
 		!slices.Equal(got.Args, want.Args) || !slices.Equal(got.Env, want.Env) {
 		return false
 	}
@@ -211,7 +212,7 @@ func InPlaceUpdates(ps *appv1alpha1.PodSet) bool {
 // updates, without which it is never updated in place: its Ready condition
 // could not be held False while its container restarts.
 func HasInPlaceGate(pod *slimpod.Pod) bool {
-	for _, g := range pod.Spec.ReadinessGates {
+	for _, g := range pod.ReadinessGates() {
 		if g.ConditionType == appv1alpha1.PodConditionInPlaceUpdateReady {
 			return true
 		}

@@ -179,7 +179,8 @@ func podTransform(shared *sharedValues) toolscache.TransformFunc {
 // running pod.
 //
 // Pods that may be updated in place (they carry the in-place readiness
-// gate) keep more of their status: see slimPodStatus.
+// gate) keep more of their status (see slimPodStatus) and the generation
+// the kubelet observed.
 //
 // Pods without a revision label keep their containers: they were made before
 // revisions existed (operator v0.1.0) or are orphans, and the reconciler
@@ -188,12 +189,17 @@ func podTransform(shared *sharedValues) toolscache.TransformFunc {
 func slimPod(pod *corev1.Pod) *slimpod.Pod {
 	slim := &slimpod.Pod{
 		ObjectMeta: pod.ObjectMeta,
-		Spec:       slimpod.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates},
+		Spec:       slimpod.PodSpec{NodeName: pod.Spec.NodeName},
+		Extra:      slimpod.NewExtra(pod.Spec.ReadinessGates, nil, 0),
 	}
 	slim.ManagedFields = nil
-	slim.Status = slimPodStatus(&pod.Status, operand.HasInPlaceGate(slim))
+	inPlace := operand.HasInPlaceGate(slim) // so slim.Extra is not nil
+	slim.Status = slimPodStatus(&pod.Status, inPlace)
+	if inPlace {
+		slim.Extra.ObservedGeneration = pod.Status.ObservedGeneration
+	}
 	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
-		slim.Spec.Containers = pod.Spec.Containers
+		slim.Extra = slimpod.NewExtra(slim.ReadinessGates(), pod.Spec.Containers, slim.ObservedGeneration())
 	}
 	return slim
 }
@@ -228,8 +234,9 @@ func waitingReason(state corev1.ContainerState) corev1.ContainerState {
 // slimPodStatus is the part of a pod's status that the reconciler reads:
 // its phase, readiness, and each container's restarts and waiting reason.
 // A pod that may be updated in place (inPlace) also keeps what tells what
-// its container was before an update and whether the kubelet has done it: its container's ID, state, readiness and
-// resources, the resize conditions and the generation the kubelet observed.
+// its container was before an update and whether the kubelet has done it:
+// its container's ID, state, readiness and resources, and the resize
+// conditions.
 func slimPodStatus(status *corev1.PodStatus, inPlace bool) slimpod.PodStatus {
 	slim := slimpod.PodStatus{Phase: status.Phase}
 	for _, c := range status.Conditions {
@@ -255,9 +262,6 @@ func slimPodStatus(status *corev1.PodStatus, inPlace bool) slimpod.PodStatus {
 				}
 			}
 		}
-	}
-	if inPlace {
-		slim.ObservedGeneration = status.ObservedGeneration
 	}
 	return slim
 }

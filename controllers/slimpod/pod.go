@@ -19,23 +19,24 @@ type Pod struct {
 
 	Spec   PodSpec
 	Status PodStatus
+	// Extra holds what only some pods need kept (see PodExtra), nil for
+	// the others: read it through ReadinessGates, Containers and
+	// ObservedGeneration. Held in Pod itself, its fields would take every
+	// Pod from the 320-byte size class to the 384-byte one.
+	Extra *PodExtra
 }
 
-// PodSpec is the part of a pod's spec that the reconciler reads.
+// PodSpec is the part of a pod's spec that the reconciler reads of every
+// pod.
 //
 // +kubebuilder:object:generate=true
 type PodSpec struct {
 	// NodeName ranks pods for deletion (unscheduled ones go first).
 	NodeName string
-	// ReadinessGates tell the pods that may be updated in place.
-	ReadinessGates []corev1.PodReadinessGate
-	// Containers are compared with the pod template to give a revision
-	// label to a pod that has none; the pod cache drops them once it has
-	// one (see podcache).
-	Containers []corev1.Container
 }
 
-// PodStatus is the part of a pod's status that the reconciler reads.
+// PodStatus is the part of a pod's status that the reconciler reads of
+// every pod.
 //
 // +kubebuilder:object:generate=true
 type PodStatus struct {
@@ -44,9 +45,58 @@ type PodStatus struct {
 	// ContainerStatuses are those of the init containers (sidecars among
 	// them), then those of the containers: every one of them counts for
 	// restarts and auto-rollback, and a field of its own would take the
-	// Pod out of its 384-byte size class.
-	ContainerStatuses  []corev1.ContainerStatus
+	// Pod out of its size class.
+	ContainerStatuses []corev1.ContainerStatus
+}
+
+// PodExtra is the part of a pod that the reconciler reads of a few pods
+// only: those with readiness gates (the in-place updates' among them),
+// those it may update in place, and those without a revision label.
+//
+// +kubebuilder:object:generate=true
+type PodExtra struct {
+	// ReadinessGates (spec.readinessGates) tell the pods that may be
+	// updated in place.
+	ReadinessGates []corev1.PodReadinessGate
+	// Containers (spec.containers) are compared with the pod template to
+	// give a revision label to a pod that has none; the pod cache drops
+	// them once it has one (see podcache).
+	Containers []corev1.Container
+	// ObservedGeneration (status.observedGeneration) tells whether the
+	// kubelet has seen an in-place update.
 	ObservedGeneration int64
+}
+
+// ReadinessGates is the pod's spec.readinessGates, as kept.
+func (p *Pod) ReadinessGates() []corev1.PodReadinessGate {
+	if p.Extra == nil {
+		return nil
+	}
+	return p.Extra.ReadinessGates
+}
+
+// Containers is the pod's spec.containers, as kept.
+func (p *Pod) Containers() []corev1.Container {
+	if p.Extra == nil {
+		return nil
+	}
+	return p.Extra.Containers
+}
+
+// ObservedGeneration is the pod's status.observedGeneration, as kept.
+func (p *Pod) ObservedGeneration() int64 {
+	if p.Extra == nil {
+		return 0
+	}
+	return p.Extra.ObservedGeneration
+}
+
+// NewExtra is the PodExtra of those fields, or nil when all are empty.
+func NewExtra(gates []corev1.PodReadinessGate, containers []corev1.Container, observedGeneration int64) *PodExtra {
+	if len(gates) == 0 && len(containers) == 0 && observedGeneration == 0 {
+		return nil
+	}
+	return &PodExtra{ReadinessGates: gates, Containers: containers, ObservedGeneration: observedGeneration}
 }
 
 // From is the slim Pod of pod. It shares pod's metadata, containers,
@@ -54,17 +104,13 @@ type PodStatus struct {
 func From(pod *corev1.Pod) *Pod {
 	return &Pod{
 		ObjectMeta: pod.ObjectMeta,
-		Spec: PodSpec{
-			NodeName:       pod.Spec.NodeName,
-			ReadinessGates: pod.Spec.ReadinessGates,
-			Containers:     pod.Spec.Containers,
-		},
+		Spec:       PodSpec{NodeName: pod.Spec.NodeName},
 		Status: PodStatus{
-			Phase:              pod.Status.Phase,
-			Conditions:         pod.Status.Conditions,
-			ContainerStatuses:  allContainerStatuses(&pod.Status),
-			ObservedGeneration: pod.Status.ObservedGeneration,
+			Phase:             pod.Status.Phase,
+			Conditions:        pod.Status.Conditions,
+			ContainerStatuses: allContainerStatuses(&pod.Status),
 		},
+		Extra: NewExtra(pod.Spec.ReadinessGates, pod.Spec.Containers, pod.Status.ObservedGeneration),
 	}
 }
 

@@ -150,14 +150,14 @@ func AsPod(pod *slimpod.Pod) *corev1.Pod {
 		ObjectMeta: pod.ObjectMeta,
 		Spec: corev1.PodSpec{
 			NodeName:       pod.Spec.NodeName,
-			ReadinessGates: pod.Spec.ReadinessGates,
-			Containers:     pod.Spec.Containers,
+			ReadinessGates: pod.ReadinessGates(),
+			Containers:     pod.Containers(),
 		},
 		Status: corev1.PodStatus{
 			Phase:              pod.Status.Phase,
 			Conditions:         pod.Status.Conditions,
 			ContainerStatuses:  pod.Status.ContainerStatuses,
-			ObservedGeneration: pod.Status.ObservedGeneration,
+			ObservedGeneration: pod.ObservedGeneration(),
 		},
 	}
 }
