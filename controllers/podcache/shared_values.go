@@ -1,6 +1,8 @@
 package podcache
 
 import (
+	"bytes"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strconv"
@@ -49,9 +51,13 @@ const sharedValuesPeriod = 10 * time.Minute
 
 func newSharedValues(now func() time.Time) *sharedValues {
 	v := &sharedValues{}
-	for _, g := range []interface{ init(func() time.Time) }{&v.strings, &v.stringMaps, &v.owners, &v.conditions, &v.containers} {
-		g.init(now)
-	}
+	seed := maphash.MakeSeed()
+	hash := func(key []byte) uint64 { return maphash.Bytes(seed, key) }
+	v.strings.init(now, hash, appendStringKey)
+	v.stringMaps.init(now, hash, appendStringMapKey)
+	v.owners.init(now, hash, appendOwnerReferencesKey)
+	v.conditions.init(now, hash, appendConditionsKey)
+	v.containers.init(now, hash, appendContainerStatusesKey)
 	return v
 }
 
@@ -70,13 +76,13 @@ func (v *sharedValues) sharePod(pod *slimpod.Pod, inPlace bool) {
 	pod.Labels = v.stringMap(pod.Labels)
 	pod.Annotations = v.stringMap(pod.Annotations)
 	if len(pod.OwnerReferences) > 0 {
-		pod.OwnerReferences = v.owners.share(ownerReferencesKey(pod.OwnerReferences), pod.OwnerReferences)
+		pod.OwnerReferences = v.owners.share(pod.OwnerReferences)
 	}
 	if len(pod.Status.Conditions) > 0 {
-		pod.Status.Conditions = v.conditions.share(conditionsKey(pod.Status.Conditions), pod.Status.Conditions)
+		pod.Status.Conditions = v.conditions.share(pod.Status.Conditions)
 	}
 	if len(pod.Status.ContainerStatuses) > 0 && !inPlace {
-		pod.Status.ContainerStatuses = v.containers.share(containerStatusesKey(pod.Status.ContainerStatuses), pod.Status.ContainerStatuses)
+		pod.Status.ContainerStatuses = v.containers.share(pod.Status.ContainerStatuses)
 	}
 }
 
@@ -107,7 +113,7 @@ func (v *sharedValues) shareRevision(cr *appsv1.ControllerRevision) {
 	defer v.mu.Unlock()
 	v.shareString(&cr.Namespace)
 	if len(cr.OwnerReferences) > 0 {
-		if refs := v.owners.share(ownerReferencesKey(cr.OwnerReferences), cr.OwnerReferences); !sameSlice(refs, cr.OwnerReferences) {
+		if refs := v.owners.share(cr.OwnerReferences); !sameSlice(refs, cr.OwnerReferences) {
 			cr.OwnerReferences = refs
 		}
 	}
@@ -147,49 +153,73 @@ func (v *sharedValues) string(s string) string {
 	if s == "" {
 		return s
 	}
-	return v.strings.share(s, s)
+	return v.strings.share(s)
 }
 
 func (v *sharedValues) stringMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	return v.stringMaps.share(stringMapKey(m), m)
+	return v.stringMaps.share(m)
 }
 
-// generations is one kind of shared value, by a key that is its whole
-// content. A value lives in the current generation or the one before; a
-// value found in the one before moves to the current one. Every period the
-// current generation becomes the one before, and the one before is
-// dropped: what nothing asked for in a whole period goes.
+// generations is one kind of shared value. A value lives in the current
+// generation or the one before; a value found in the one before moves to
+// the current one. Every period the current generation becomes the one
+// before, and the one before is dropped: what nothing asked for in a whole
+// period goes.
+//
+// Values are found by the hash of their key, a serialization of their
+// whole content (appendKey), and told equal by their keys. The tables
+// hold the 8-byte hash, not the key: the keys of a PodSet's pods' labels,
+// annotations and owner reference were about 500 bytes per PodSet. A value
+// whose hash is an unequal value's is left unshared.
 type generations[V any] struct {
 	now             func() time.Time
 	rotated         time.Time
-	current, before map[string]V
+	current, before map[uint64]V
+	hash            func(key []byte) uint64
+	appendKey       func(key []byte, v V) []byte
+	// key and sharedKey are the keys of the value asked for and of a
+	// shared one, reused from call to call (sharedValues.mu is held).
+	key, sharedKey []byte
 }
 
-func (g *generations[V]) init(now func() time.Time) {
-	g.now, g.rotated, g.current = now, now(), map[string]V{}
+func (g *generations[V]) init(now func() time.Time, hash func([]byte) uint64, appendKey func([]byte, V) []byte) {
+	g.now, g.rotated, g.current, g.hash, g.appendKey = now, now(), map[uint64]V{}, hash, appendKey
 }
 
-// share returns the shared value of key, and makes v that value if there
-// is none.
-func (g *generations[V]) share(key string, v V) V {
+// share returns the shared value equal to v, and makes v that value if
+// there is none.
+func (g *generations[V]) share(v V) V {
 	if now := g.now(); now.Sub(g.rotated) >= sharedValuesPeriod {
-		g.before, g.current, g.rotated = g.current, make(map[string]V, len(g.current)), now
+		g.before, g.current, g.rotated = g.current, make(map[uint64]V, len(g.current)), now
 	}
-	if shared, ok := g.current[key]; ok {
-		return shared
+	g.key = g.appendKey(g.key[:0], v)
+	h := g.hash(g.key)
+	if shared, ok := g.current[h]; ok {
+		if g.equal(shared) {
+			return shared
+		}
+		return v // another value has its hash
 	}
-	if shared, ok := g.before[key]; ok {
+	if shared, ok := g.before[h]; ok && g.equal(shared) {
 		v = shared
 	}
-	g.current[key] = v
+	g.current[h] = v
 	return v
+}
+
+// equal tells whether shared has the key in g.key.
+func (g *generations[V]) equal(shared V) bool {
+	g.sharedKey = g.appendKey(g.sharedKey[:0], shared)
+	return bytes.Equal(g.key, g.sharedKey)
 }
 
 // The keys below write each field with its length first, so that no two
 // different contents have the same key.
+
+func appendStringKey(key []byte, s string) []byte { return append(key, s...) }
 
 func appendField(key []byte, s string) []byte {
 	key = strconv.AppendInt(key, int64(len(s)), 10)
@@ -201,12 +231,11 @@ func appendInt(key []byte, i int64) []byte {
 	return append(strconv.AppendInt(key, i, 10), ';')
 }
 
-func stringMapKey(m map[string]string) string {
-	key := make([]byte, 0, 256)
+func appendStringMapKey(key []byte, m map[string]string) []byte {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		key = appendField(appendField(key, k), m[k])
 	}
-	return string(key)
+	return key
 }
 
 func appendBool(key []byte, b *bool) []byte {
@@ -219,13 +248,12 @@ func appendBool(key []byte, b *bool) []byte {
 	return append(key, 'f')
 }
 
-func ownerReferencesKey(refs []metav1.OwnerReference) string {
-	key := make([]byte, 0, 128)
+func appendOwnerReferencesKey(key []byte, refs []metav1.OwnerReference) []byte {
 	for _, r := range refs {
 		key = appendField(appendField(appendField(appendField(key, r.APIVersion), r.Kind), r.Name), string(r.UID))
 		key = appendBool(appendBool(key, r.Controller), r.BlockOwnerDeletion)
 	}
-	return string(key)
+	return key
 }
 
 func appendTime(key []byte, t metav1.Time) []byte {
@@ -235,20 +263,18 @@ func appendTime(key []byte, t metav1.Time) []byte {
 	return appendInt(key, t.UnixNano())
 }
 
-func conditionsKey(conditions []corev1.PodCondition) string {
-	key := make([]byte, 0, 128)
+func appendConditionsKey(key []byte, conditions []corev1.PodCondition) []byte {
 	for _, c := range conditions {
 		key = appendField(appendField(appendField(appendField(key, string(c.Type)), string(c.Status)), c.Reason), c.Message)
 		key = appendInt(appendTime(appendTime(key, c.LastProbeTime), c.LastTransitionTime), c.ObservedGeneration)
 	}
-	return string(key)
+	return key
 }
 
-// containerStatusesKey is the key of container statuses as slimPodStatus
-// leaves them for a pod not updated in place: name, restarts and the
+// appendContainerStatusesKey appends the key of container statuses as
+// slimPodStatus leaves them for a pod not updated in place: name, restarts and the
 // reason a container waits, nothing more.
-func containerStatusesKey(statuses []corev1.ContainerStatus) string {
-	key := make([]byte, 0, 64)
+func appendContainerStatusesKey(key []byte, statuses []corev1.ContainerStatus) []byte {
 	for _, cs := range statuses {
 		reason := "-"
 		if w := cs.State.Waiting; w != nil {
@@ -256,5 +282,5 @@ func containerStatusesKey(statuses []corev1.ContainerStatus) string {
 		}
 		key = appendInt(appendField(appendField(key, cs.Name), reason), int64(cs.RestartCount))
 	}
-	return string(key)
+	return key
 }

@@ -106,16 +106,36 @@ func TestContainersOfPodsUpdatedInPlaceAreTheirOwn(t *testing.T) {
 
 func TestKeysTellApartContentsThatConcatenateAlike(t *testing.T) {
 	g := NewWithT(t)
+	stringMapKey := func(m map[string]string) string { return string(appendStringMapKey(nil, m)) }
 	g.Expect(stringMapKey(map[string]string{"a": "bc"})).NotTo(Equal(stringMapKey(map[string]string{"ab": "c"})))
 	g.Expect(stringMapKey(map[string]string{"a": "b", "c": "d"})).To(Equal(stringMapKey(map[string]string{"c": "d", "a": "b"})), "map order")
 	ref := metav1.OwnerReference{Kind: "PodSet", Name: "web", UID: "u"}
 	controller := ref
 	controller.Controller = ptr.To(true)
-	g.Expect(ownerReferencesKey([]metav1.OwnerReference{ref})).NotTo(Equal(ownerReferencesKey([]metav1.OwnerReference{controller})))
+	g.Expect(appendOwnerReferencesKey(nil, []metav1.OwnerReference{ref})).NotTo(Equal(appendOwnerReferencesKey(nil, []metav1.OwnerReference{controller})))
 	waiting := corev1.ContainerStatus{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}
-	g.Expect(containerStatusesKey([]corev1.ContainerStatus{{Name: "a"}})).NotTo(Equal(containerStatusesKey([]corev1.ContainerStatus{waiting})),
+	g.Expect(appendContainerStatusesKey(nil, []corev1.ContainerStatus{{Name: "a"}})).NotTo(Equal(appendContainerStatusesKey(nil, []corev1.ContainerStatus{waiting})),
 		"waiting for no reason is not running")
-	g.Expect(conditionsKey([]corev1.PodCondition{{Type: "Ready"}})).NotTo(Equal(conditionsKey([]corev1.PodCondition{{Type: "Ready", ObservedGeneration: 1}})))
+	g.Expect(appendConditionsKey(nil, []corev1.PodCondition{{Type: "Ready"}})).NotTo(Equal(appendConditionsKey(nil, []corev1.PodCondition{{Type: "Ready", ObservedGeneration: 1}})))
+}
+
+// The tables hold hashes: two values with one hash are told apart by
+// their keys, and the second is left its own.
+func TestValuesWithOneHashAreNotShared(t *testing.T) {
+	g := NewWithT(t)
+	v := newSharedValues(time.Now)
+	v.stringMaps.hash = func([]byte) uint64 { return 7 }
+	a, b, c := decodedPod("web-a"), decodedPod("web-b"), decodedPod("web-c")
+	b.Labels["hash"] = "def"
+	wantB := b.DeepCopy()
+
+	v.sharePod(a, false)
+	v.sharePod(b, false)
+	v.sharePod(c, false)
+
+	g.Expect(b).To(Equal(wantB), "b keeps its own labels")
+	g.Expect(same(a.Labels, b.Labels)).To(BeFalse())
+	g.Expect(same(a.Labels, c.Labels)).To(BeTrue(), "equal labels with the hash are shared")
 }
 
 // TestSharedValuesAreForgottenWhenNoPodAsksForThem: the revisions and nodes
