@@ -89,9 +89,11 @@ func (v *sharedValues) sharePod(pod *slimpod.Pod, inPlace bool) {
 // sharePodSet points a cached PodSet's common strings at the shared ones:
 // its namespace, and its conditions' types, statuses and reasons, which
 // every PodSet writes from the same few. Their messages are left as they
-// are: most name the PodSet's own revision. Like shareRevision, it writes
-// only what is not shared yet, so that a second transform of a cached
-// object, which others may be reading, writes nothing.
+// are: most name the PodSet's own revision. Its update and last completed
+// revisions, when they are its current one (as at rest), become that
+// string. Like shareRevision, it writes only what is not shared yet, so
+// that a second transform of a cached object, which others may be reading,
+// writes nothing.
 func (v *sharedValues) sharePodSet(ps *appv1alpha1.PodSet) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -101,6 +103,12 @@ func (v *sharedValues) sharePodSet(ps *appv1alpha1.PodSet) {
 		v.shareString(&c.Type)
 		v.shareString((*string)(&c.Status))
 		v.shareString(&c.Reason)
+	}
+	st := &ps.Status
+	for _, r := range []*string{&st.UpdateRevision, &st.LastCompletedRevision} {
+		if *r == st.CurrentRevision && !sameString(*r, st.CurrentRevision) {
+			*r = st.CurrentRevision
+		}
 	}
 }
 

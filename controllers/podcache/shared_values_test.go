@@ -252,7 +252,8 @@ func TestCachedRevisionsShareTheirPodsOwnerReference(t *testing.T) {
 }
 
 // PodSets write their conditions from a few words: the cached PodSets
-// share them, and keep their own messages.
+// share them, and keep their own messages. At rest, a PodSet's update,
+// current and last completed revisions are one string.
 func TestCachedPodSetsShareTheirConditionsWords(t *testing.T) {
 	g := NewWithT(t)
 	_, podSetTransform, _ := transformsOf(g)
@@ -261,6 +262,7 @@ func TestCachedPodSetsShareTheirConditionsWords(t *testing.T) {
 		ps.Name = name
 		ps.Status.Conditions = []metav1.Condition{{Type: appv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
 			Reason: "AllPodsAvailable", Message: message, LastTransitionTime: metav1.Unix(1, 0)}}
+		ps.Status.CurrentRevision, ps.Status.UpdateRevision, ps.Status.LastCompletedRevision = name+"-1", name+"-1", name+"-1"
 		out, err := podSetTransform(decoded(g, ps))
 		g.Expect(err).NotTo(HaveOccurred())
 		return out.(*appv1alpha1.PodSet)
@@ -268,6 +270,9 @@ func TestCachedPodSetsShareTheirConditionsWords(t *testing.T) {
 	a, b := cachedPodSet("web", "all 3 pods run revision web-1"), cachedPodSet("api", "all 3 pods run revision api-1")
 
 	g.Expect(a.Status.Conditions[0].Message).To(Equal("all 3 pods run revision web-1"))
+	g.Expect(a.Status.UpdateRevision).To(Equal("web-1"))
+	g.Expect(sameString(a.Status.UpdateRevision, a.Status.CurrentRevision)).To(BeTrue(), "the revisions at rest are one string")
+	g.Expect(sameString(a.Status.LastCompletedRevision, a.Status.CurrentRevision)).To(BeTrue())
 	ca, cb := a.Status.Conditions[0], b.Status.Conditions[0]
 	for _, pair := range [][2]string{{ca.Type, cb.Type}, {string(ca.Status), string(cb.Status)}, {ca.Reason, cb.Reason}, {a.Namespace, b.Namespace}} {
 		g.Expect(sameString(pair[0], pair[1])).To(BeTrue(), "%s is shared", pair[0])
