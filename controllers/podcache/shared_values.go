@@ -125,6 +125,9 @@ func (v *sharedValues) shareRevision(cr *appsv1.ControllerRevision) {
 			cr.OwnerReferences = refs
 		}
 	}
+	if len(cr.Labels) == 0 {
+		return
+	}
 	labels, changed := make(map[string]string, len(cr.Labels)), false
 	for k, val := range cr.Labels {
 		sk, sval := v.string(k), val
