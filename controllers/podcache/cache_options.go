@@ -187,19 +187,21 @@ func podTransform(shared *sharedValues) toolscache.TransformFunc {
 // compares their containers with the pod template once, to label them (see
 // labelUnrevisionedPods). Once labelled, their next event slims them too.
 func slimPod(pod *corev1.Pod) *slimpod.Pod {
+	var containers []corev1.Container
+	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
+		containers = pod.Spec.Containers
+	}
 	slim := &slimpod.Pod{
 		ObjectMeta: pod.ObjectMeta,
 		Spec:       slimpod.PodSpec{NodeName: pod.Spec.NodeName},
-		Extra:      slimpod.NewExtra(pod.Spec.ReadinessGates, nil, 0),
+		Extra:      slimpod.NewExtra(pod.Spec.ReadinessGates, containers, 0),
 	}
 	slim.ManagedFields = nil
-	inPlace := operand.HasInPlaceGate(slim) // so slim.Extra is not nil
+	inPlace := operand.HasInPlaceGate(slim)
 	slim.Status = slimPodStatus(&pod.Status, inPlace)
 	if inPlace {
+		// Its gate is in slim.Extra.
 		slim.Extra.ObservedGeneration = pod.Status.ObservedGeneration
-	}
-	if _, labelled := pod.Labels[appv1alpha1.LabelRevisionHash]; !labelled {
-		slim.Extra = slimpod.NewExtra(slim.ReadinessGates(), pod.Spec.Containers, slim.ObservedGeneration())
 	}
 	return slim
 }

@@ -389,7 +389,7 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	readySince := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	started := metav1.NewTime(readySince.Add(-time.Second))
 	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning,
+		Phase: corev1.PodRunning, ObservedGeneration: 1,
 		Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: started},
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince, Reason: "r", Message: "m"},
@@ -414,6 +414,7 @@ func TestCachedPodsKeepWhatTheReconcilerReads(t *testing.T) {
 	slim := out.(*slimpod.Pod)
 	g.Expect(slim.ManagedFields).To(BeEmpty())
 	g.Expect(slim.Spec).To(Equal(slimpod.PodSpec{NodeName: "node-1"}))
+	g.Expect(slim.Extra).To(BeNil(), "a labelled pod without gates keeps neither its containers nor its observed generation")
 	g.Expect(slim.Status).To(Equal(slimpod.PodStatus{
 		Phase:             corev1.PodRunning,
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}},

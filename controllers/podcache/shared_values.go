@@ -23,19 +23,20 @@ import (
 // PodSet revision carry the same labels, annotations and owner reference,
 // sit in a few namespaces and on a few nodes, and most of them report the
 // same slimmed container statuses. Cached PodSets and revisions share
-// theirs too (sharePodSet, shareRevision). The API server's decoder allocates each
-// of those anew for every pod and every event; held per pod they were about
-// a third of the operator's heap.
+// theirs too (sharePodSet, shareRevision). The API server's decoder
+// allocates each of those anew for every object and every event; held per
+// pod they were about a third of the operator's heap.
 //
 // Sharing is safe because cached objects are read-only: the reconciler
 // writes a pod through a copy of its metadata (slimpod.Pod.MetadataOnly)
-// and changes its own pods only after a DeepCopy.
+// and changes its own pods only after a DeepCopy, and it reads PodSets and
+// revisions through the client, which copies them.
 //
-// What was shared is forgotten when no pod event has asked for it for one
-// to two periods (see generations), so that the revisions, nodes and
-// namespaces of the past do not stay in memory. A pod that holds a
-// forgotten value keeps it; a later pod with the same content starts a new
-// shared value.
+// What was shared is forgotten when no event has asked for it for one to
+// two periods (see generations), so that the revisions, nodes and
+// namespaces of the past do not stay in memory. An object that holds a
+// forgotten value keeps it; a later object with the same content starts a
+// new shared value.
 type sharedValues struct {
 	mu         sync.Mutex
 	strings    generations[string]
@@ -45,8 +46,8 @@ type sharedValues struct {
 	containers generations[[]corev1.ContainerStatus]
 }
 
-// sharedValuesPeriod is how long a shared value is kept at least without a
-// pod event asking for it. Each reuse keeps it for another period.
+// sharedValuesPeriod is how long a shared value is kept at least without an
+// event asking for it. Each reuse keeps it for another period.
 const sharedValuesPeriod = 10 * time.Minute
 
 func newSharedValues(now func() time.Time) *sharedValues {
@@ -62,8 +63,8 @@ func newSharedValues(now func() time.Time) *sharedValues {
 }
 
 // sharePod points pod's common parts at the shared values. pod has been
-// slimmed (slimPod): its spec holds no more than its node, readiness gates
-// and, for a pod without a revision, its containers, which are not shared.
+// slimmed (slimPod): its Extra (readiness gates, and for a pod without a
+// revision its containers) is not shared.
 // A pod that may be updated in place (inPlace) keeps its containers' whole
 // states and resources (slimPodStatus); those are its own.
 func (v *sharedValues) sharePod(pod *slimpod.Pod, inPlace bool) {
@@ -182,9 +183,11 @@ func (v *sharedValues) stringMap(m map[string]string) map[string]string {
 //
 // Values are found by the hash of their key, a serialization of their
 // whole content (appendKey), and told equal by their keys. The tables
-// hold the 8-byte hash, not the key: the keys of a PodSet's pods' labels,
-// annotations and owner reference were about 500 bytes per PodSet. A value
-// whose hash is an unequal value's is left unshared.
+// hold the 8-byte hash, not the key, which for a PodSet's pods' labels,
+// annotations and owner reference would take about 500 bytes. A value
+// whose hash is an unequal value's in the current generation is left
+// unshared; one whose hash is an unequal value's in the generation before
+// replaces it.
 type generations[V any] struct {
 	now             func() time.Time
 	rotated         time.Time
@@ -208,6 +211,11 @@ func (g *generations[V]) share(v V) V {
 	}
 	g.key = g.appendKey(g.key[:0], v)
 	h := g.hash(g.key)
+	defer func() {
+		if cap(g.key) > maxKeptKeyBuffer {
+			g.key = nil
+		}
+	}()
 	if shared, ok := g.current[h]; ok {
 		if g.equal(shared) {
 			return shared
@@ -224,8 +232,16 @@ func (g *generations[V]) share(v V) V {
 // equal tells whether shared has the key in g.key.
 func (g *generations[V]) equal(shared V) bool {
 	g.sharedKey = g.appendKey(g.sharedKey[:0], shared)
-	return bytes.Equal(g.key, g.sharedKey)
+	equal := bytes.Equal(g.key, g.sharedKey)
+	if cap(g.sharedKey) > maxKeptKeyBuffer {
+		g.sharedKey = nil
+	}
+	return equal
 }
+
+// maxKeptKeyBuffer is the largest key buffer kept for the next call: a
+// pod's annotations may hold up to 256 KiB.
+const maxKeptKeyBuffer = 16 << 10
 
 // The keys below write each field with its length first, so that no two
 // different contents have the same key.

@@ -120,8 +120,9 @@ func TestKeysTellApartContentsThatConcatenateAlike(t *testing.T) {
 }
 
 // The tables hold hashes: two values with one hash are told apart by
-// their keys, and the second is left its own.
-func TestValuesWithOneHashAreNotShared(t *testing.T) {
+// their keys, and the second is left its own; an equal value with the
+// hash is shared.
+func TestUnequalValuesWithOneHashStayTheirOwn(t *testing.T) {
 	g := NewWithT(t)
 	v := newSharedValues(time.Now)
 	v.stringMaps.hash = func([]byte) uint64 { return 7 }
@@ -136,6 +137,27 @@ func TestValuesWithOneHashAreNotShared(t *testing.T) {
 	g.Expect(b).To(Equal(wantB), "b keeps its own labels")
 	g.Expect(same(a.Labels, b.Labels)).To(BeFalse())
 	g.Expect(same(a.Labels, c.Labels)).To(BeTrue(), "equal labels with the hash are shared")
+}
+
+// A value whose hash is an unequal value's of the generation before
+// takes its place: the one before is not asked for anymore.
+func TestAValueReplacesAnUnequalOneWithItsHashOfTheGenerationBefore(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	v := newSharedValues(func() time.Time { return now })
+	v.stringMaps.hash = func([]byte) uint64 { return 7 }
+	old, b, c := decodedPod("web-a"), decodedPod("web-b"), decodedPod("web-c")
+	old.Labels["hash"] = "old"
+	wantB := b.DeepCopy()
+
+	v.sharePod(old, false)
+	now = now.Add(sharedValuesPeriod)
+	v.sharePod(b, false)
+	v.sharePod(c, false)
+
+	g.Expect(b).To(Equal(wantB), "b keeps its own labels")
+	g.Expect(same(old.Labels, b.Labels)).To(BeFalse())
+	g.Expect(same(b.Labels, c.Labels)).To(BeTrue(), "b's labels are the shared ones now")
 }
 
 // TestSharedValuesAreForgottenWhenNoPodAsksForThem: the revisions and nodes

@@ -1,6 +1,7 @@
 package rolloutstate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func notReady() operandtest.Option {
 
 func gated() operandtest.Option {
 	return func(p *slimpod.Pod) {
-		p.Extra = slimpod.NewExtra(append(p.ReadinessGates(), corev1.PodReadinessGate{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}), p.Containers(), p.ObservedGeneration())
+		p.Extra = slimpod.NewExtra(slices.Concat(p.ReadinessGates(), []corev1.PodReadinessGate{{ConditionType: appv1alpha1.PodConditionInPlaceUpdateReady}}), p.Containers(), p.ObservedGeneration())
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: appv1alpha1.PodConditionInPlaceUpdateReady, Status: corev1.ConditionTrue})
 	}
 }
