@@ -119,45 +119,46 @@ func TestKeysTellApartContentsThatConcatenateAlike(t *testing.T) {
 	g.Expect(appendConditionsKey(nil, []corev1.PodCondition{{Type: "Ready"}})).NotTo(Equal(appendConditionsKey(nil, []corev1.PodCondition{{Type: "Ready", ObservedGeneration: 1}})))
 }
 
-// The tables hold hashes: two values with one hash are told apart by
-// their keys, and the second is left its own; an equal value with the
-// hash is shared.
-func TestUnequalValuesWithOneHashStayTheirOwn(t *testing.T) {
-	g := NewWithT(t)
-	v := newSharedValues(time.Now)
-	v.stringMaps.hash = func([]byte) uint64 { return 7 }
-	a, b, c := decodedPod("web-a"), decodedPod("web-b"), decodedPod("web-c")
-	b.Labels["hash"] = "def"
-	wantB := b.DeepCopy()
+// The tables hold hashes: values with one hash are told apart by their
+// keys. An unequal value with the hash of one in the current generation is
+// left its own; one with the hash of a value of the generation before,
+// which nothing has asked for since, takes its place. An equal value with
+// the hash is shared.
+func TestValuesWithOneHash(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// rotated: the first value is of the generation before.
+		rotated bool
+		// firstShared: the fourth pod shares the first's labels;
+		// secondShared: the third shares the second's.
+		firstShared, secondShared bool
+	}{
+		{name: "in the current generation, the second stays its own", firstShared: true},
+		{name: "of the generation before, the second takes its place", rotated: true, secondShared: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+			v := newSharedValues(func() time.Time { return now })
+			v.stringMaps.hash = func([]byte) uint64 { return 7 }
+			first, second, third, fourth := decodedPod("web-a"), decodedPod("web-b"), decodedPod("web-c"), decodedPod("web-d")
+			first.Labels["hash"], fourth.Labels["hash"] = "other", "other"
+			want := second.DeepCopy()
 
-	v.sharePod(a, false)
-	v.sharePod(b, false)
-	v.sharePod(c, false)
+			v.sharePod(first, false)
+			if c.rotated {
+				now = now.Add(sharedValuesPeriod)
+			}
+			v.sharePod(second, false)
+			v.sharePod(third, false)
+			v.sharePod(fourth, false)
 
-	g.Expect(b).To(Equal(wantB), "b keeps its own labels")
-	g.Expect(same(a.Labels, b.Labels)).To(BeFalse())
-	g.Expect(same(a.Labels, c.Labels)).To(BeTrue(), "equal labels with the hash are shared")
-}
-
-// A value whose hash is an unequal value's of the generation before
-// takes its place: the one before is not asked for anymore.
-func TestAValueReplacesAnUnequalOneWithItsHashOfTheGenerationBefore(t *testing.T) {
-	g := NewWithT(t)
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	v := newSharedValues(func() time.Time { return now })
-	v.stringMaps.hash = func([]byte) uint64 { return 7 }
-	old, b, c := decodedPod("web-a"), decodedPod("web-b"), decodedPod("web-c")
-	old.Labels["hash"] = "old"
-	wantB := b.DeepCopy()
-
-	v.sharePod(old, false)
-	now = now.Add(sharedValuesPeriod)
-	v.sharePod(b, false)
-	v.sharePod(c, false)
-
-	g.Expect(b).To(Equal(wantB), "b keeps its own labels")
-	g.Expect(same(old.Labels, b.Labels)).To(BeFalse())
-	g.Expect(same(b.Labels, c.Labels)).To(BeTrue(), "b's labels are the shared ones now")
+			g.Expect(second).To(Equal(want), "the second keeps its own labels")
+			g.Expect(same(first.Labels, second.Labels)).To(BeFalse())
+			g.Expect(same(second.Labels, third.Labels)).To(Equal(c.secondShared))
+			g.Expect(same(first.Labels, fourth.Labels)).To(Equal(c.firstShared))
+		})
+	}
 }
 
 // TestSharedValuesAreForgottenWhenNoPodAsksForThem: the revisions and nodes
